@@ -1,0 +1,72 @@
+"""The typer application and what every command shares: consoles, report outputs, exit codes."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Callable, Optional
+
+import typer
+
+app = typer.Typer(
+    name="patchkit",
+    help="Carry a patch queue on top of upstream llama.cpp: apply, check, build, export.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+# Exit codes (DESIGN.md): 0 all good, 1 needs attention, 2 bad input, 3 environment.
+EXIT_OK, EXIT_ATTENTION = 0, 1
+
+JsonOpt = typer.Option(None, "--json", metavar="FILE", help="Write the JSON report to FILE ('-' for stdout).")
+MarkdownOpt = typer.Option(None, "--markdown", metavar="FILE", help="Write a Markdown report to FILE.")
+JunitOpt = typer.Option(None, "--junit", metavar="FILE", help="Write a JUnit XML report to FILE.")
+
+_state = {"quiet": False, "verbose": False}
+
+
+@app.callback()
+def _root(
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only errors and the verdict line."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Print more detail."),
+) -> None:
+    _state["quiet"], _state["verbose"] = quiet, verbose
+
+
+def is_quiet() -> bool:
+    return _state["quiet"]
+
+
+def is_verbose() -> bool:
+    return _state["verbose"]
+
+
+def console(stderr: bool = False):  # -> rich.console.Console; rich is imported only when drawing
+    from rich.console import Console
+
+    # rich already honours NO_COLOR and plain output when not on a terminal.
+    return Console(stderr=stderr, highlight=False, soft_wrap=False,
+                   width=None if sys.stdout.isatty() else 120)
+
+
+def emit(reports: dict[Optional[str], Callable[[], str]], terminal: Callable[[], None]) -> None:
+    """Write each requested report (FILE -> renderer) and draw the terminal view.
+
+    The terminal view is skipped when a report goes to standard output, so that `--json -`
+    stays machine-readable.
+    """
+    from patchkit.report import write_output
+
+    to_stdout = False
+    for target, render in reports.items():
+        if target:
+            write_output(target, render())
+            to_stdout = to_stdout or target == "-"
+    if not to_stdout:
+        terminal()
+
+
+def cwd_path(path: Optional[Path]) -> Path:
+    return Path(os.path.abspath(path)) if path else Path.cwd()

@@ -1,0 +1,153 @@
+"""The fork-carrying repository: `patchkit.yaml`, its paths, and `patchkit.lock`."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from patchkit import __version__
+from patchkit.errors import PatchkitError
+from patchkit.report import atomic_write
+
+CONFIG_NAME = "patchkit.yaml"
+LOCK_NAME = "patchkit.lock"
+STATE_DIR = ".patchkit"
+DEFAULT_UPSTREAM = "https://github.com/ggml-org/llama.cpp.git"
+DEFAULT_BRANCH = "master"
+DEFAULT_OUTPUT = "llama.cpp"
+
+_TOP_KEYS = {"upstream", "patches", "recipes", "cache", "output", "checks"}
+_UPSTREAM_KEYS = {"url", "branch"}
+
+
+def default_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "patchkit"
+
+
+@dataclass(frozen=True)
+class Lock:
+    """The last known good state: what `upstream@locked` means and what CI compares against."""
+
+    upstream_url: str
+    upstream_commit: str
+    patches: dict[str, str]  # patch file name -> sha256 of its bytes
+    tree: str  # id of the patched tree
+    tool_version: str = __version__
+
+    @classmethod
+    def read(cls, path: Path) -> Lock | None:
+        if not path.exists():
+            return None
+        try:
+            data = json.loads(path.read_text())
+            return cls(upstream_url=data["upstream"]["url"],
+                       upstream_commit=data["upstream"]["commit"],
+                       patches=dict(data["patches"]), tree=data["tree"],
+                       tool_version=data.get("tool-version", ""))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise PatchkitError(f"{path}: not a valid lock file ({exc})",
+                                "restore it from git or rerun `patchkit apply --update-lock`")
+
+    def write(self, path: Path) -> None:
+        data = {"upstream": {"url": self.upstream_url, "commit": self.upstream_commit},
+                "patches": self.patches, "tree": self.tree, "tool-version": self.tool_version}
+        atomic_write(path, (json.dumps(data, indent=2) + "\n").encode())
+
+
+@dataclass(frozen=True)
+class Project:
+    root: Path
+    upstream_url: str = DEFAULT_UPSTREAM
+    upstream_branch: str = DEFAULT_BRANCH
+    patches_dir: Path = Path("patches")
+    recipes_dir: Path = Path("recipes")
+    cache_dir: Path = field(default_factory=default_cache_dir)
+    output_dir: Path = Path(DEFAULT_OUTPUT)
+    checks: list[dict[str, Any]] = field(default_factory=list)  # raw rules; checks/ validates
+
+    @property
+    def config_path(self) -> Path:
+        return self.root / CONFIG_NAME
+
+    @property
+    def lock_path(self) -> Path:
+        return self.root / LOCK_NAME
+
+    @property
+    def state_dir(self) -> Path:
+        return self.root / STATE_DIR
+
+    @property
+    def series_path(self) -> Path:
+        return self.patches_dir / "series"
+
+    def lock(self) -> Lock | None:
+        return Lock.read(self.lock_path)
+
+    @classmethod
+    def find(cls, start: Path | None = None) -> Project:
+        """The project whose patchkit.yaml is in START or the nearest folder above it."""
+        here = (start or Path.cwd()).resolve()
+        for folder in (here, *here.parents):
+            if (folder / CONFIG_NAME).is_file():
+                return cls.load(folder)
+        raise PatchkitError(f"no {CONFIG_NAME} in {here} or any folder above it",
+                            "run `patchkit init` in your fork repository first")
+
+    @classmethod
+    def load(cls, root: Path) -> Project:
+        path = root / CONFIG_NAME
+        try:
+            data = yaml.safe_load(path.read_text()) or {}
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f":{mark.line + 1}" if mark else ""
+            raise PatchkitError(f"{path}{where}: not valid YAML", "fix the syntax") from None
+        if not isinstance(data, dict):
+            raise PatchkitError(f"{path}: expected a mapping at the top level")
+        _reject_unknown(path, data, _TOP_KEYS, "")
+        upstream = data.get("upstream") or {}
+        if not isinstance(upstream, dict):
+            raise PatchkitError(f"{path}: key 'upstream' must be a mapping with url and branch")
+        _reject_unknown(path, upstream, _UPSTREAM_KEYS, "upstream.")
+        checks = data.get("checks") or []
+        if not isinstance(checks, list):
+            raise PatchkitError(f"{path}: key 'checks' must be a list of rules")
+
+        def folder(key: str, default: Path) -> Path:
+            value = data.get(key)
+            if value is not None and not isinstance(value, str):
+                raise PatchkitError(f"{path}: key '{key}' must be a path string")
+            p = Path(os.path.expanduser(value)) if value else default
+            return p if p.is_absolute() else root / p
+
+        return cls(
+            root=root,
+            upstream_url=_string(path, upstream, "url", DEFAULT_UPSTREAM),
+            upstream_branch=_string(path, upstream, "branch", DEFAULT_BRANCH),
+            patches_dir=folder("patches", Path("patches")),
+            recipes_dir=folder("recipes", Path("recipes")),
+            cache_dir=folder("cache", default_cache_dir()),
+            output_dir=folder("output", Path(DEFAULT_OUTPUT)),
+            checks=checks,
+        )
+
+
+def _string(path: Path, data: dict[str, Any], key: str, default: str) -> str:
+    value = data.get(key, default)
+    if not isinstance(value, str) or not value:
+        raise PatchkitError(f"{path}: key 'upstream.{key}' must be a non-empty string")
+    return value
+
+
+def _reject_unknown(path: Path, data: dict[str, Any], known: set[str], prefix: str) -> None:
+    for key in data:
+        if key not in known:
+            raise PatchkitError(f"{path}: unknown key '{prefix}{key}'",
+                                f"known keys: {', '.join(sorted(known))}")

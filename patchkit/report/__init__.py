@@ -1,0 +1,107 @@
+"""Renderers: result dataclasses in, text out. Nothing else in patchkit formats output.
+
+This module holds what every report shares: the JSON envelope, JUnit and Markdown building
+blocks, and the atomic writer used for every `--json/--markdown/--junit/--sarif FILE`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+from xml.etree import ElementTree as ET
+
+SCHEMA_VERSION = 1
+
+
+def plain(obj: Any) -> Any:
+    """Dataclasses, enums and paths as JSON-ready values (field order kept)."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, enum.Enum):
+        return obj.value
+    if isinstance(obj, Path):
+        return str(obj)
+    if isinstance(obj, dict):
+        return {str(k): plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        items = [plain(v) for v in obj]
+        return sorted(items) if isinstance(obj, (set, frozenset)) else items
+    return obj
+
+
+def to_json(kind: str, result: Any) -> str:
+    """The JSON document of a report: `{"schema": 1, "kind": KIND, ...fields of result}`."""
+    return json.dumps({"schema": SCHEMA_VERSION, "kind": kind, **plain(result)}, indent=2) + "\n"
+
+
+def write_output(target: str | Path, text: str) -> None:
+    """Write a report to FILE, or to standard output for '-'.
+
+    Written to a temporary file beside the target and renamed, so that a failed run never leaves
+    half a report where a CI job expects a whole one.
+    """
+    if str(target) == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    atomic_write(Path(target), text.encode())
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@dataclasses.dataclass(frozen=True)
+class JUnitCase:
+    """One testcase: a patch, a rule or a build. `failure` is None when it passed."""
+
+    classname: str
+    name: str
+    failure: str | None = None
+    details: str = ""
+    skipped: str | None = None
+    seconds: float = 0.0
+
+
+def junit_xml(suite: str, cases: list[JUnitCase]) -> str:
+    """A JUnit document that GitLab, Jenkins and GitHub's test reporters all read."""
+    failures = sum(c.failure is not None for c in cases)
+    skipped = sum(c.skipped is not None and c.failure is None for c in cases)
+    root = ET.Element("testsuites", name="patchkit", tests=str(len(cases)), failures=str(failures))
+    ts = ET.SubElement(root, "testsuite", name=suite, tests=str(len(cases)),
+                       failures=str(failures), errors="0", skipped=str(skipped),
+                       time=f"{sum(c.seconds for c in cases):.3f}")
+    for case in cases:
+        tc = ET.SubElement(ts, "testcase", classname=case.classname, name=case.name,
+                           time=f"{case.seconds:.3f}")
+        if case.failure is not None:
+            ET.SubElement(tc, "failure", message=case.failure, type="patchkit").text = case.details
+        elif case.skipped is not None:
+            ET.SubElement(tc, "skipped", message=case.skipped)
+        elif case.details:
+            ET.SubElement(tc, "system-out").text = case.details
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def md_table(headers: list[str], rows: list[list[str]]) -> str:
+    def cell(text: str) -> str:
+        return str(text).replace("|", "\\|").replace("\n", "<br>")
+
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
