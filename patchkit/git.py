@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -102,6 +103,26 @@ def validate_repo_path(path: str) -> str:
         raise PatchkitError(f"unsafe path {path!r} in patch",
                             "paths must be relative to the tree root and may not contain '..'")
     return path
+
+
+def merge_file(current: bytes, base: bytes, other: bytes) -> tuple[bytes, int]:
+    """3-way merge of one file: CURRENT plus the change from BASE to OTHER.
+
+    Returns the merged bytes and the number of conflicts (0: clean).
+    """
+    with tempfile.TemporaryDirectory(prefix="patchkit-merge-") as tmp:
+        paths = []
+        for name, data in (("current", current), ("base", base), ("other", other)):
+            path = Path(tmp) / name
+            path.write_bytes(data)
+            paths.append(str(path))
+        proc = subprocess.run(
+            [git_executable(), "merge-file", "-p", "-L", "upstream", "-L", "base", "-L", "patch", *paths],
+            env=git_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )
+    if not 0 <= proc.returncode < 128:
+        raise GitFailed(["merge-file"], proc.returncode, proc.stderr.decode(errors="replace"))
+    return proc.stdout, proc.returncode
 
 
 @dataclass(frozen=True)

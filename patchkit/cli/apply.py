@@ -1,1 +1,108 @@
-"""Placeholder: filled in by its owner."""
+"""`patchkit apply`, and the two commands around it: `init` and `status`."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Iterator, List, Optional
+
+import typer
+
+from patchkit.cli.app import JsonOpt, JunitOpt, MarkdownOpt, app, console, emit, is_quiet
+
+
+@contextlib.contextmanager
+def progress_display(what: str) -> Iterator:
+    """A live status line on a terminal; elsewhere one line when work starts (CI logs stay short)."""
+    err = console(stderr=True)
+    if is_quiet():
+        yield lambda line: None
+    elif err.is_terminal:
+        with err.status(what) as status:
+            yield lambda line: status.update(f"{what}: {line.strip()}")
+    else:
+        said = []
+
+        def once(line: str) -> None:
+            if not said:
+                said.append(err.print(what, markup=False))
+
+        yield once
+
+
+def warn(message: str) -> None:
+    console(stderr=True).print(f"[yellow]warning:[/] {message}")
+
+
+@app.command("apply")
+def apply_command(
+    spec: str = typer.Argument("upstream@HEAD", metavar="[upstream@REF]",
+                               help="HEAD, a branch, a tag (b7421, v0.7.0), a commit id, or locked."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", metavar="DIR",
+                                          help="Output repository (default: ./llama.cpp beside patchkit.yaml)."),
+    upstream: Optional[str] = typer.Option(None, "--upstream", metavar="URL_OR_PATH",
+                                           help="Use this upstream for one run (a path or file:// works)."),
+    no_fetch: bool = typer.Option(False, "--no-fetch", help="Use the mirror as it is."),
+    fuzz: int = typer.Option(0, "--fuzz", min=0, max=3, metavar="N",
+                             help="Allow ignoring up to N context lines at each end (reported as fuzzed)."),
+    force: bool = typer.Option(False, "--force", help="Overwrite uncommitted changes in the output tree."),
+    update_lock: bool = typer.Option(False, "--update-lock", help="Write patchkit.lock after a fully good run."),
+    no_check: bool = typer.Option(False, "--no-check", help="Skip the site checks of the applied patches."),
+    build: List[str] = typer.Option([], "--build", metavar="BACKEND", help="Build this backend afterwards (repeats)."),
+    json_out: Optional[str] = JsonOpt,
+    markdown: Optional[str] = MarkdownOpt,
+    junit: Optional[str] = JunitOpt,
+) -> None:
+    """Apply the queue to upstream@REF as branch patchkit/REF, one commit per patch.
+
+    Examples:\n
+      patchkit apply upstream@HEAD\n
+      patchkit apply upstream@b7421 -o /tmp/llama --json report.json\n
+      patchkit apply upstream@locked --no-fetch
+    """
+    from patchkit.project import Project
+    from patchkit.report import to_json
+    from patchkit.report import apply as render
+    from patchkit.upstream import parse_spec
+    from patchkit.workflow import ApplyOptions, Hooks, run_apply
+
+    parse_spec(spec)  # bad refs fail before any work
+    project = Project.find()
+    options = ApplyOptions(spec=spec, upstream=upstream, fetch=not no_fetch, fuzz=fuzz,
+                           output=output.resolve() if output else None, force=force,
+                           update_lock=update_lock, check=not no_check, build=tuple(build))
+    with progress_display(f"fetching {upstream or project.upstream_url}") as progress:
+        report = run_apply(project, options, Hooks(progress=progress, warn=warn))
+    emit({json_out: lambda: to_json("apply", report),
+          markdown: lambda: render.to_markdown(report),
+          junit: lambda: render.to_junit(report)},
+         lambda: render.render_terminal(report, console()) if not is_quiet()
+         else print(render.summary_line(report)))
+    raise typer.Exit(report.exit_code)
+
+
+@app.command("init")
+def init_command(
+    directory: Path = typer.Argument(Path("."), help="The fork repository to set up."),
+    upstream: str = typer.Option("https://github.com/ggml-org/llama.cpp.git", "--upstream", metavar="URL"),
+    branch: str = typer.Option("master", "--branch", help="Upstream branch that HEAD means."),
+) -> None:
+    """Scaffold patchkit.yaml, patches/series and recipes/ in a fork repository."""
+    from patchkit.scaffold import init_project
+
+    for path in init_project(directory.resolve(), upstream, branch):
+        print(f"created {path}")
+
+
+@app.command("status")
+def status_command(json_out: Optional[str] = JsonOpt) -> None:
+    """Show the queue, the files each patch touches, the locked base and the last result."""
+    from patchkit.project import Project
+    from patchkit.queue import Queue
+    from patchkit.report import to_json
+    from patchkit.report.status import render_terminal
+    from patchkit.status import QueueStatus
+
+    project = Project.find()
+    status = QueueStatus.gather(project, Queue.load(project))
+    emit({json_out: lambda: to_json("status", status)}, lambda: render_terminal(status, console()))

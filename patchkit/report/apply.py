@@ -1,0 +1,128 @@
+"""Renderers of an `ApplyReport`: terminal, JSON, Markdown, JUnit."""
+
+from __future__ import annotations
+
+from patchkit.apply import HunkVerdict, PatchResult, Verdict
+from patchkit.report import JUnitCase, junit_xml, md_table
+
+STYLE = {
+    Verdict.CLEAN: "green", Verdict.OFFSET: "green", Verdict.MERGED: "cyan",
+    Verdict.FUZZED: "yellow", Verdict.ALREADY_APPLIED: "magenta",
+    Verdict.PARTIALLY_APPLIED: "magenta", Verdict.AMBIGUOUS: "red", Verdict.CONFLICT: "red",
+    Verdict.MISSING_FILE: "red", Verdict.BLOCKED: "red",
+}
+
+
+def hunk_where(h: HunkVerdict) -> str:
+    if h.actual_line is None:
+        return f"{h.file}:{h.expected_line}"
+    shift = f" ({h.offset:+d})" if h.offset else ""
+    return f"{h.file}:{h.actual_line}{shift}"
+
+
+def hunk_lines(h: HunkVerdict) -> list[str]:
+    """What a maintainer needs about one hunk that is not simply good."""
+    lines = [f"hunk {h.hunk} {h.verdict.value} at {hunk_where(h)}" + (f": {h.detail}" if h.detail else "")]
+    if h.nearest_line is not None:
+        lines.append(f"  nearest upstream lines at {h.file}:{h.nearest_line}:")
+        lines += [f"    {text.rstrip()}" for text in h.nearest]
+    return lines
+
+
+def _noteworthy(p: PatchResult) -> list[HunkVerdict]:
+    return [h for h in p.hunks if h.verdict not in (Verdict.CLEAN, Verdict.OFFSET)]
+
+
+def summary_line(report) -> str:
+    good = sum(p.good for p in report.patches)
+    text = (f"{good}/{len(report.patches)} patches applied to {report.upstream_commit[:12]} "
+            f"({report.ref}) on branch {report.branch} in {report.output}")
+    if report.checks is not None:
+        text += "; checks " + ("passed" if report.checks.passed else "FAILED")
+    return text
+
+
+def render_terminal(report, console) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"patchkit apply {report.ref}", title_justify="left")
+    for column in ("#", "patch", "verdict", "hunks", "commit"):
+        table.add_column(column, no_wrap=column != "patch")
+    for i, p in enumerate(report.patches, 1):
+        counts: dict[str, int] = {}
+        for h in p.hunks:
+            counts[h.verdict.value] = counts.get(h.verdict.value, 0) + 1
+        table.add_row(str(i), p.name, f"[{STYLE[p.verdict]}]{p.verdict.value}[/]",
+                      ", ".join(f"{n} {v}" for v, n in counts.items()), (p.commit or "-")[:12])
+    console.print(table)
+    for p in report.patches:
+        details = _noteworthy(p)
+        if details or p.detail:
+            console.print(f"[bold]{p.name}[/]: [{STYLE[p.verdict]}]{p.verdict.value}[/]"
+                          + (f" — {p.detail}" if p.detail else ""), markup=True)
+            for h in details:
+                for line in hunk_lines(h):
+                    console.print(f"  {line}", markup=False)
+    if report.checks is not None:
+        from patchkit.report.check import render_terminal as render_checks
+
+        render_checks(report.checks, console)
+    if report.builds is not None:
+        from patchkit.report.build import render_terminal as render_builds
+
+        render_builds(report.builds, console)
+    for warning in report.warnings:
+        console.print(f"[yellow]warning:[/] {warning}")
+    style = "green" if report.passed else "red"
+    console.print(f"[{style}]{summary_line(report)}[/]")
+
+
+def to_markdown(report) -> str:
+    rows = [[str(i), f"`{p.name}`", f"**{p.verdict.value}**" if not p.good else p.verdict.value,
+             ", ".join(f"{h.hunk}: {h.verdict.value} @ {hunk_where(h)}" for h in p.hunks),
+             f"`{p.commit[:12]}`" if p.commit else "-"]
+            for i, p in enumerate(report.patches, 1)]
+    parts = [f"# patchkit apply `{report.ref}`\n",
+             f"Upstream `{report.upstream_url}` at `{report.upstream_commit}`; branch "
+             f"`{report.branch}` (tip `{report.tip[:12]}`).\n",
+             md_table(["#", "patch", "verdict", "hunks", "commit"], rows)]
+    for p in report.patches:
+        details = _noteworthy(p)
+        if details:
+            parts.append(f"\n## {p.name}: {p.verdict.value}\n\n{p.detail}\n\n```\n"
+                         + "\n".join(line for h in details for line in hunk_lines(h)) + "\n```\n")
+    if report.checks is not None:
+        from patchkit.report.check import to_markdown as checks_markdown
+
+        parts.append("\n" + checks_markdown(report.checks))
+    if report.builds is not None:
+        from patchkit.report.build import to_markdown as builds_markdown
+
+        parts.append("\n" + builds_markdown(report.builds))
+    parts += [f"\n> warning: {w}\n" for w in report.warnings]
+    parts.append(f"\n**{summary_line(report)}**\n")
+    return "".join(parts)
+
+
+def junit_cases(report) -> list[JUnitCase]:
+    cases = []
+    for p in report.patches:
+        details = "\n".join(line for h in p.hunks for line in hunk_lines(h))
+        cases.append(JUnitCase(
+            classname="patchkit.apply", name=p.name,
+            failure=None if p.good else f"{p.verdict.value}: {p.detail}",
+            details=details))
+    return cases
+
+
+def to_junit(report) -> str:
+    cases = junit_cases(report)
+    if report.checks is not None:
+        from patchkit.report.check import junit_cases as check_cases
+
+        cases += check_cases(report.checks)
+    if report.builds is not None:
+        from patchkit.report.build import junit_cases as build_cases
+
+        cases += build_cases(report.builds)
+    return junit_xml("patchkit apply", cases)

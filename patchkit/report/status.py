@@ -1,0 +1,27 @@
+"""Renderer of `patchkit status`."""
+
+from __future__ import annotations
+
+from patchkit.status import QueueStatus
+
+
+def render_terminal(status: QueueStatus, console) -> None:
+    from rich.table import Table
+
+    console.print(f"upstream {status.upstream_url} (branch {status.upstream_branch})", markup=False)
+    table = Table(title="queue", title_justify="left")
+    for column in ("#", "patch", "files", "hunks", "forwarded", "locked", "last verdict"):
+        table.add_column(column)
+    for i, p in enumerate(status.patches, 1):
+        table.add_row(str(i), p.name, "\n".join(p.files), str(p.hunks), p.forwarded or "-",
+                      "yes" if p.locked else "no", p.last_verdict or "-")
+    console.print(table)
+    if status.lock:
+        console.print(f"locked base: {status.lock.upstream_commit} (tree {status.lock.tree[:12]}, "
+                      f"patchkit {status.lock.tool_version})", markup=False)
+    else:
+        console.print("locked base: none (run `patchkit apply --update-lock`)", markup=False)
+    if status.last_run:
+        r = status.last_run
+        console.print(f"last apply: {r['ref']} at {r['upstream_commit'][:12]} -> {r['branch']} "
+                      f"({r['tip'][:12]})", markup=False)

@@ -1,0 +1,209 @@
+"""The upstream mirror: a full bare clone in the cache, fetched with progress, locked while used.
+
+`upstream@REF` resolves here. The mirror also keeps patchkit's own refs (`refs/patchkit/...`):
+the 3-way bases of good patches and the commits of the last run, which a fetch never prunes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import fcntl
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator
+
+from patchkit import git
+from patchkit.errors import EnvironmentProblem, PatchkitError
+from patchkit.project import Project
+
+BASES_NAMESPACE = "refs/patchkit/bases"
+_FETCH_REFSPECS = ["+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"]
+_HEX = re.compile(r"^[0-9a-f]{4,40}$")
+
+Progress = Callable[[str], None]  # receives git's progress lines ("Receiving objects:  42% ...")
+
+
+@dataclass(frozen=True)
+class Revision:
+    """An upstream commit as the user named it."""
+
+    spec: str  # as typed: "upstream@HEAD"
+    ref: str  # the part after "@": "HEAD", "b7421", "locked", an id
+    commit: str  # full id
+    date: str  # committer date, git raw form: the committer date of everything patchkit writes
+    branch_name: str  # the output branch: patchkit/<ref>, HEAD being the configured branch
+
+
+def parse_spec(spec: str) -> str:
+    """The REF of `upstream@REF` (a bare REF is accepted too), validated."""
+    ref = spec.removeprefix("upstream@")
+    return git.validate_ref(ref, "upstream ref")
+
+
+class Mirror:
+    def __init__(self, path: Path, url: str, branch: str, lock_commit: str | None) -> None:
+        self.path = path
+        self.url = url
+        self.branch = branch
+        self._lock_commit = lock_commit
+
+    @classmethod
+    def open(cls, project: Project, url_override: str | None = None) -> Mirror:
+        url = normalise_url(url_override) if url_override else project.upstream_url
+        lock = project.lock()
+        key = hashlib.sha256(url.encode()).hexdigest()[:12]
+        slug = re.sub(r"[^A-Za-z0-9]+", "-", url.rstrip("/").rsplit("/", 1)[-1]).strip("-")
+        path = project.cache_dir / "mirrors" / f"{slug or 'upstream'}-{key}"
+        git.validate_ref(project.upstream_branch, "upstream branch")
+        return cls(path, url, project.upstream_branch,
+                   lock.upstream_commit if lock and lock.upstream_url == url else None)
+
+    @property
+    def exists(self) -> bool:
+        return (self.path / "HEAD").is_file()
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[Mirror]:
+        """Exclusive use: two runs fetching or writing refs at once would corrupt the mirror."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path.parent / f"{self.path.name}.lock", "w") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield self
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+    def fetch(self, progress: Progress | None = None) -> None:
+        """Bring the mirror up to date. A first fetch builds it aside and renames it into place,
+        so an interrupted first run leaves no half mirror; later fetches only add objects and
+        move refs, so a failed one leaves the previous mirror usable."""
+        if self.exists:
+            self._fetch_into(self.path, progress)
+            return
+        tmp = Path(tempfile.mkdtemp(prefix=f".{self.path.name}.", dir=self.path.parent))
+        try:
+            git.run(["init", "--bare", "--quiet", str(tmp)])
+            git.run(["config", "gc.auto", "0"], cwd=tmp)  # gc would drop nothing; it only costs
+            self._fetch_into(tmp, progress)
+            os.replace(tmp, self.path)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def _fetch_into(self, repo: Path, progress: Progress | None) -> None:
+        args = [git.git_executable(), "fetch", "--progress", "--prune", "--no-write-fetch-head",
+                "--", self.url, *_FETCH_REFSPECS]
+        proc = subprocess.Popen(args, cwd=repo, env=git.git_env(), stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE)
+        assert proc.stderr
+        tail: list[str] = []
+        for line in _progress_lines(proc.stderr):
+            tail = (tail + [line])[-5:]
+            if progress:
+                progress(line)
+        if proc.wait() != 0:
+            detail = next((t for t in reversed(tail) if "fatal" in t or "error" in t), tail[-1] if tail else "")
+            raise EnvironmentProblem(
+                f"cannot fetch upstream {self.url}: {detail.strip()}",
+                "check the network, or use --upstream with a local mirror (a path or file:// URL)")
+
+    def resolve(self, spec: str, *, fetch: bool = True, progress: Progress | None = None,
+                warn: Callable[[str], None] | None = None) -> Revision:
+        ref = parse_spec(spec)
+        if fetch:
+            try:
+                self.fetch(progress)
+            except EnvironmentProblem as exc:
+                commit = self._lookup(ref) if self.exists else None
+                if commit is None:
+                    raise
+                if warn:
+                    warn(f"{exc.message}; using the mirror's copy of {ref}")
+        elif not self.exists:
+            raise EnvironmentProblem(f"no mirror of {self.url} yet", "run once without --no-fetch")
+        commit = self._lookup(ref)
+        if commit is None:
+            raise PatchkitError(f"unknown upstream ref {ref!r}{self._suggest(ref)}",
+                                "name a branch, a tag (b7421, v0.7.0), a commit id, HEAD or locked")
+        date = git.run(["show", "-s", "--format=%cd", "--date=raw", commit], cwd=self.path)
+        branch = self.branch if ref == "HEAD" else ref
+        return Revision(spec=spec, ref=ref, commit=commit, date=date,
+                        branch_name=f"patchkit/{branch}")
+
+    def _lookup(self, ref: str) -> str | None:
+        if ref == "locked":
+            if not self._lock_commit:
+                raise PatchkitError(f"upstream@locked: patchkit.lock has no commit for {self.url}",
+                                    "run `patchkit apply upstream@HEAD --update-lock` first")
+            candidates = [self._lock_commit]
+        elif ref == "HEAD":
+            candidates = [f"refs/heads/{self.branch}"]
+        else:
+            candidates = [f"refs/heads/{ref}", f"refs/tags/{ref}"]
+            if _HEX.match(ref):
+                candidates.append(ref)
+        for name in candidates:
+            out = git.run(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{name}^{{commit}}"],
+                          cwd=self.path, check=False)
+            if out:
+                return out
+        return None
+
+    def _suggest(self, ref: str) -> str:
+        names = git.run(["for-each-ref", "--format=%(refname:lstrip=2)", "refs/heads", "refs/tags"],
+                        cwd=self.path).splitlines()
+        close = difflib.get_close_matches(ref, names, n=3, cutoff=0.6)
+        return f" (did you mean {', '.join(close)}?)" if close else ""
+
+    def reader(self) -> git.ObjectReader:
+        return git.ObjectReader(self.path)
+
+    def base_commit(self, patch_sha256: str) -> str | None:
+        """The patched commit of this exact patch from the last fully good run, if any."""
+        out = git.run(["rev-parse", "--verify", "--quiet", f"{BASES_NAMESPACE}/{patch_sha256}"],
+                      cwd=self.path, check=False)
+        return out or None
+
+    def rename_target(self, path: str, commit: str) -> str | None:
+        """Where upstream moved PATH, by git's rename detection on the commit that removed it."""
+        gone_in = git.run(["log", "-1", "--format=%H", commit, "--", path], cwd=self.path)
+        if not gone_in:
+            return None
+        out = git.run(["diff-tree", "-r", "-M", "--name-status", "-z", f"{gone_in}^", gone_in],
+                      cwd=self.path, check=False)
+        fields = out.split("\0")
+        for i, status in enumerate(fields):
+            if status.startswith("R") and i + 2 < len(fields) and fields[i + 1] == path:
+                return fields[i + 2]
+        return None
+
+
+def normalise_url(url_or_path: str) -> str:
+    """`--upstream` takes a URL or a local path; git wants an absolute path for the latter."""
+    if url_or_path.startswith("-"):
+        raise PatchkitError(f"invalid --upstream {url_or_path!r}", "give a URL or a path")
+    if re.match(r"^[a-z][a-z0-9+.-]*://", url_or_path) or re.match(r"^[\w.-]+@[\w.-]+:", url_or_path):
+        return url_or_path
+    path = Path(url_or_path).expanduser()
+    if not path.exists():
+        raise EnvironmentProblem(f"--upstream {url_or_path}: no such path", "give an existing repository path or a URL")
+    return str(path.resolve())
+
+
+def _progress_lines(stream) -> Iterator[str]:
+    """git writes progress with carriage returns; split on both CR and LF."""
+    buf = b""
+    while chunk := stream.read1(4096) if hasattr(stream, "read1") else stream.read(4096):
+        buf += chunk
+        *lines, buf = re.split(rb"[\r\n]", buf)
+        for line in lines:
+            if line.strip():
+                yield line.decode(errors="replace")
+    if buf.strip():
+        yield buf.decode(errors="replace")

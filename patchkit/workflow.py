@@ -1,0 +1,159 @@
+"""`patchkit apply` end to end: resolve, apply, commit, check out, check, build, record.
+
+Each step lives in its own module; this one only puts them in order and decides, from their
+results, whether the run was good enough to record 3-way bases and the lock.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Callable
+
+from patchkit import __version__, git
+from patchkit.apply import Applier, PatchResult, Verdict, fast_import, materialise
+from patchkit.project import Lock, Project
+from patchkit.queue import Queue
+from patchkit.report import atomic_write, plain
+from patchkit.upstream import BASES_NAMESPACE, Mirror
+
+LAST_REPORT = "last-apply.json"
+
+
+@dataclass(frozen=True)
+class ApplyOptions:
+    spec: str = "upstream@HEAD"
+    upstream: str | None = None  # --upstream URL_OR_PATH
+    fetch: bool = True
+    fuzz: int = 0
+    output: Path | None = None
+    force: bool = False
+    update_lock: bool = False
+    check: bool = True
+    build: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ApplyReport:
+    upstream_url: str
+    ref: str
+    upstream_commit: str
+    branch: str
+    output: Path
+    tip: str  # the branch's commit (the upstream commit when nothing applied)
+    tree: str
+    patches: tuple[PatchResult, ...]
+    checks: Any = None  # patchkit.checks.CheckReport, when the applied patches have rules
+    builds: Any = None  # patchkit.build.BuildReport, with --build
+    lock_updated: bool = False
+    bases_recorded: int = 0
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def passed(self) -> bool:
+        """Nothing needs a human: every patch good, every check and build passed."""
+        return (all(p.good for p in self.patches)
+                and (self.checks is None or self.checks.passed)
+                and (self.builds is None or self.builds.exit_code() == 0))
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.passed else 1
+
+
+@dataclass(frozen=True)
+class Hooks:
+    """How the run talks back while it works (the CLI draws these; tests pass nothing)."""
+
+    progress: Callable[[str], None] | None = None
+    warn: Callable[[str], None] | None = None
+    build_progress: Any = None
+
+
+def run_apply(project: Project, options: ApplyOptions, hooks: Hooks = Hooks()) -> ApplyReport:
+    queue = Queue.load(project)
+    mirror = Mirror.open(project, options.upstream)
+    output = options.output or project.output_dir
+    warnings: list[str] = []
+
+    def warn(message: str) -> None:
+        warnings.append(message)
+        if hooks.warn:
+            hooks.warn(message)
+
+    with mirror.locked():
+        revision = mirror.resolve(options.spec, fetch=options.fetch, progress=hooks.progress, warn=warn)
+        with mirror.reader() as reader:
+            applier = Applier(mirror, revision, reader, options.fuzz)
+            applied = [applier.apply(patch) for patch in queue.patches]
+            committed = [a for a in applied if a.changes]
+            result_ref = f"refs/patchkit/results/{revision.branch_name}"
+            ids = dict(zip((a.patch.name for a in committed),
+                           fast_import(mirror, revision, committed, result_ref)))
+            results = tuple(replace(a.result, commit=ids.get(a.patch.name)) for a in applied)
+            tip = ids[committed[-1].patch.name] if committed else revision.commit
+            checks = _run_checks(project, [a.patch for a in committed], reader, tip) if options.check else None
+        materialise(output, mirror, revision, result_ref, tip, options.force)
+        tree = git.run(["rev-parse", f"{tip}^{{tree}}"], cwd=mirror.path)
+        for r in results:
+            if r.verdict is Verdict.FUZZED:
+                warn(f"{r.name} was placed with fuzz: review it, then refresh the patch")
+        report = ApplyReport(mirror.url, revision.ref, revision.commit, revision.branch_name,
+                             output, tip, tree, results, checks, warnings=tuple(warnings))
+        if options.build:
+            report = replace(report, builds=_run_builds(project, output, options.build, hooks))
+        report = _record(project, mirror, report, options.update_lock, warn)
+    report = replace(report, warnings=tuple(warnings))
+    _save_last(project, report)
+    return report
+
+
+def _record(project: Project, mirror: Mirror, report: ApplyReport, update_lock: bool,
+            warn: Callable[[str], None]) -> ApplyReport:
+    """After a fully good run: keep each patch's commit as its 3-way base; maybe write the lock."""
+    if not report.passed:
+        if update_lock:
+            warn("patchkit.lock not updated: the run needs attention")
+        return report
+    bases = [p for p in report.patches if p.commit and p.verdict is not Verdict.FUZZED]
+    for p in bases:
+        git.run(["update-ref", f"{BASES_NAMESPACE}/{p.sha256}", p.commit], cwd=mirror.path)
+    lock_updated = False
+    if update_lock:
+        if any(p.verdict is Verdict.FUZZED for p in report.patches):
+            warn("patchkit.lock not updated: a fuzzed patch is never locked; refresh it first")
+        else:
+            Lock(report.upstream_url, report.upstream_commit,
+                 {p.name: p.sha256 for p in report.patches}, report.tree, __version__).write(project.lock_path)
+            lock_updated = True
+    return replace(report, bases_recorded=len(bases), lock_updated=lock_updated)
+
+
+def _run_checks(project: Project, patches, reader: git.ObjectReader, tip: str):
+    """The site checks of the applied patches on the result, read from the mirror's objects."""
+    if not project.checks and not any(p.checks_path.exists() for p in patches):
+        return None  # nothing to check: do not pay for loading the C++ parser
+    from patchkit.checks import queue_rules, run_checks
+
+    return run_checks(queue_rules(project, patches), lambda path: reader.read(tip, path))
+
+
+def _run_builds(project: Project, tree: Path, backends: tuple[str, ...], hooks: Hooks):
+    from patchkit.build import build_backends
+
+    return build_backends(project, tree, list(backends), progress=hooks.build_progress)
+
+
+def _save_last(project: Project, report: ApplyReport) -> None:
+    """The last result, for `patchkit status`; local state, never committed."""
+    if project.state_dir.parent.exists():
+        atomic_write(project.state_dir / LAST_REPORT, (json.dumps(plain(report), indent=2) + "\n").encode())
+
+
+def last_report(project: Project) -> dict[str, Any] | None:
+    path = project.state_dir / LAST_REPORT
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None

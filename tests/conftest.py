@@ -1,0 +1,50 @@
+"""Shared test helpers: the queue's real patch, fork projects in temp dirs, the CLI as a subprocess."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+PATCH_NAME = "server-keep-speculative-checkpoints-on-device.patch"
+
+
+def seed_patch_path() -> Path:
+    return REPO / "patches" / PATCH_NAME
+
+
+def write_project(root: Path, upstream: str, patches: list[Path] | None = None,
+                  extra: str = "") -> Path:
+    """A fork repository with patchkit.yaml, a series of PATCHES (default: the real queue) and
+    a cache of its own, so tests never share a mirror."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "patchkit.yaml").write_text(
+        f"upstream:\n  url: {upstream}\n  branch: master\ncache: {root / 'cache'}\n{extra}")
+    (root / "patches").mkdir(exist_ok=True)
+    names = []
+    for patch in patches if patches is not None else [seed_patch_path()]:
+        shutil.copy(patch, root / "patches" / patch.name)
+        checks = patch.with_name(patch.name.removesuffix(".patch") + ".checks.yaml")
+        if checks.exists():
+            shutil.copy(checks, root / "patches" / checks.name)
+        names.append(patch.name)
+    (root / "patches" / "series").write_text("".join(f"{n}\n" for n in names))
+    return root
+
+
+def run_cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "patchkit", *args], cwd=cwd, text=True,
+                          capture_output=True, env={**os.environ, "NO_COLOR": "1", **(env or {})})
+
+
+@pytest.fixture(scope="session")
+def upstream(tmp_path_factory):
+    """The llama.cpp-shaped upstream with every scenario branch, built once per session."""
+    from patchkit.fixture import build_upstream
+
+    return build_upstream(tmp_path_factory.mktemp("upstream") / "llama.cpp", seed_patch_path())

@@ -1,0 +1,139 @@
+"""The queue: series and patch parsing, and every bad input refused with one line and exit 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli, seed_patch_path, write_project
+from patchkit.errors import PatchkitError
+from patchkit.queue import parse_series, read_patch
+
+SIMPLE = """\
+From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001
+From: A U Thor <author@example.org>
+Date: Mon, 2 Nov 2026 10:00:00 +0100
+Subject: [PATCH 2/7] fix the thing
+
+Body line.
+
+Origin: vendor
+Forwarded: no
+---
+diff --git a/{path} b/{path}
+index 1111111..2222222 100644
+--- a/{path}
++++ b/{path}
+@@ -1,3 +1,3 @@ int main()
+ a
+-b
++B
+ c
+-- 
+2.39.5
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "fix.patch") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_reads_the_queue_patch_with_dep3_trailers():
+    patch = read_patch(seed_patch_path())
+    assert patch.author.name == "Mike Lothian" and patch.author.date == "1790518000 +0100"
+    assert patch.subject == "server : keep speculative checkpoints on device"
+    assert patch.trailers["Forwarded"] == "not-needed" and patch.trailers["Origin"].startswith("other, ")
+    assert "Last-Update" in patch.trailers
+    (change,) = patch.files
+    assert change.path == "tools/server/server-context.cpp" and change.old_blob == "e95fb63ab"
+    assert [h.old_start for h in change.hunks] == [255, 3020, 3059, 3078, 3090, 3942]
+    assert change.hunks[0].section == "struct server_slot {"
+    assert len(change.hunks[0].new_lines) - len(change.hunks[0].old_lines) == 2
+
+
+def test_subject_prefix_and_signature_are_not_content(tmp_path):
+    patch = read_patch(write(tmp_path, SIMPLE.format(path="src/a.c")))
+    assert patch.subject == "fix the thing"
+    assert patch.body.startswith("Body line.")
+    hunk = patch.files[0].hunks[0]
+    assert hunk.old_lines == ("a\n", "b\n", "c\n") and hunk.new_lines == ("a\n", "B\n", "c\n")
+    assert hunk.section == "int main()"
+
+
+def test_no_newline_at_end_of_file(tmp_path):
+    text = SIMPLE.format(path="a.c").replace(" c\n-- \n", " c\n\\ No newline at end of file\n-- \n")
+    hunk = read_patch(write(tmp_path, text)).files[0].hunks[0]
+    assert hunk.old_lines[-1] == "c" and hunk.new_lines[-1] == "c"
+
+
+@pytest.mark.parametrize("text, message", [
+    (SIMPLE.format(path="../etc/passwd"), "unsafe path '../etc/passwd'"),
+    (SIMPLE.replace("a/{path}", "/etc/{path}").format(path="passwd"), "unsafe path '/etc/passwd'"),
+    (SIMPLE.format(path="a.c").replace(" c\n-- \n", "-- \n"), "fix.patch:15: malformed or truncated"),
+    (SIMPLE.format(path="a.c").replace("From: A U Thor <author@example.org>\n", ""), "missing or malformed author"),
+    (SIMPLE.format(path="a.c").replace("\n", "\r\n"), "CRLF"),
+    ("From: A <a@b.c>\nSubject: x\n\nno diff here\n", "no diff found"),
+    ("From: A <a@b.c>\nDate: Mon, 2 Nov 2026 10:00:00 +0100\nSubject: img\n---\n"
+     "diff --git a/x.png b/x.png\nindex 1111111..2222222 100644\nBinary files a/x.png and b/x.png differ\n",
+     "'Binary files differ' without the binary data"),
+])
+def test_bad_patches_are_refused_with_a_reason(tmp_path, text, message):
+    with pytest.raises(PatchkitError) as exc:
+        read_patch(write(tmp_path, text))
+    assert message in str(exc.value)
+    assert "\n" not in str(exc.value)
+
+
+def test_series_comments_blank_lines_and_p1(tmp_path):
+    for name in ("a.patch", "b.patch"):
+        write(tmp_path, SIMPLE.format(path="x.c"), name)
+    series = write(tmp_path, "# queue\n\na.patch -p1\nb.patch  # trailing comment\n", "series")
+    assert parse_series(series) == ["a.patch", "b.patch"]
+
+
+@pytest.mark.parametrize("series, message", [
+    ("a.patch\nmissing.patch\n", "series:2: missing.patch does not exist"),
+    ("a.patch\n\na.patch\n", "series:3: a.patch is listed twice (first at line 1)"),
+    ("a.patch -p0\n", "series:1: unsupported series option '-p0'"),
+    ("../a.patch\n", "unsafe path '../a.patch'"),
+])
+def test_bad_series_lines(tmp_path, series, message):
+    write(tmp_path, SIMPLE.format(path="x.c"), "a.patch")
+    with pytest.raises(PatchkitError) as exc:
+        parse_series(write(tmp_path, series, "series"))
+    assert message in str(exc.value)
+
+
+def bad_input_project(tmp_path: Path, *, series: str | None = None, config_extra: str = "") -> Path:
+    root = write_project(tmp_path / "fork", str(tmp_path / "nowhere"), extra=config_extra)
+    if series is not None:
+        (root / "patches" / "series").write_text(series)
+    return root
+
+
+@pytest.mark.parametrize("args, setup, message", [
+    (["apply", "--", "--upload-pack=touch /tmp/x"], {}, "must not be empty or start with '-'"),
+    (["apply", "upstream@a..b"], {}, "invalid upstream ref 'a..b'"),
+    (["apply", "--upstream=-oops"], {}, "invalid --upstream '-oops'"),
+    (["apply"], {"series": "nope.patch\n"}, "series:1: nope.patch does not exist"),
+    (["apply"], {"config_extra": "colour: red\n"}, "unknown key 'colour'"),
+])
+def test_cli_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, args, setup, message):
+    root = bad_input_project(tmp_path, **setup)
+    before = sorted(p.relative_to(root) for p in root.rglob("*"))
+    proc = run_cli(*args, cwd=root)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], proc.stderr
+    assert sorted(p.relative_to(root) for p in root.rglob("*")) == before
+
+
+def test_unreachable_upstream_is_exit_3_with_a_hint(tmp_path):
+    root = write_project(tmp_path / "fork", "http://127.0.0.1:9/llama.cpp.git")
+    proc = run_cli("apply", cwd=root)
+    assert proc.returncode == 3, proc.stderr
+    assert "cannot fetch upstream" in proc.stderr and "--upstream" in proc.stderr
+    assert not (root / "llama.cpp").exists()
