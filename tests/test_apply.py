@@ -1,0 +1,277 @@
+"""`patchkit apply` on the llama.cpp-shaped fixture upstream: every verdict, with exact bytes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli, seed_patch_path, write_project
+from patchkit import git
+from patchkit.apply import Verdict
+from patchkit.errors import PatchkitError
+from patchkit.fixture import SERVER_CONTEXT, FixtureUpstream
+from patchkit.project import Project
+from patchkit.workflow import ApplyOptions, run_apply
+
+
+@pytest.fixture
+def project(tmp_path, upstream: FixtureUpstream) -> Project:
+    return Project.load(write_project(tmp_path / "fork", str(upstream.path)))
+
+
+def apply(project: Project, ref: str, **options):
+    options.setdefault("check", False)
+    return run_apply(project, ApplyOptions(spec=f"upstream@{ref}", **options))
+
+
+def patched_text(project: Project, path: str = SERVER_CONTEXT) -> str:
+    return (project.output_dir / path).read_text()
+
+
+def hunk_verdicts(report) -> list[str]:
+    return [h.verdict.value for h in report.patches[0].hunks]
+
+
+@pytest.mark.parametrize("scenario, ref, verdict, offsets", [
+    ("base", "b1000", "clean", [None] * 6),
+    ("master", "HEAD", "offset", [25, 25, 25, 35, 35, 35]),
+    ("offset", "scenario/offset", "offset", [31, 31, 31, 43, 43, 63]),
+])
+def test_good_scenarios_give_the_exact_patched_file(project, upstream, scenario, ref, verdict, offsets):
+    report = apply(project, ref)
+    (patch,) = report.patches
+    assert patch.verdict.value == verdict and report.exit_code == 0
+    assert [h.offset for h in patch.hunks] == offsets
+    assert patched_text(project) == upstream.expected_patched(scenario)
+    out = project.output_dir
+    assert git.run(["rev-parse", "--abbrev-ref", "HEAD"], cwd=out) == report.branch
+    assert git.run(["rev-parse", "HEAD^"], cwd=out) == report.upstream_commit
+    assert git.run(["log", "-1", "--format=%an <%ae> %ad|%cn <%ce>", "--date=raw"], cwd=out) == \
+        "Mike Lothian <mike@fireburn.co.uk> 1790518000 +0100|patchkit <patchkit@invalid>"
+
+
+def test_head_means_the_configured_branch(project):
+    assert apply(project, "HEAD").branch == "patchkit/master"
+    assert apply(project, "b1000").branch == "patchkit/b1000"
+
+
+def test_ambiguous_refuses_to_guess(project, upstream):
+    before = (project.output_dir / SERVER_CONTEXT)
+    report = apply(project, "scenario/ambiguous")
+    (patch,) = report.patches
+    assert patch.verdict is Verdict.AMBIGUOUS and report.exit_code == 1
+    assert hunk_verdicts(report)[5] == "ambiguous"
+    assert "refusing to guess" in patch.hunks[5].detail
+    assert patch.commit is None and report.tip == report.upstream_commit
+    assert patched_text(project) == git.run(["show", f"scenario/ambiguous:{SERVER_CONTEXT}"],
+                                             cwd=upstream.path) + "\n"
+    assert before.exists()
+
+
+def test_merged_needs_a_base_and_uses_the_recorded_one(project, upstream):
+    first = apply(project, "scenario/merged")
+    assert first.patches[0].verdict is Verdict.CONFLICT
+    assert hunk_verdicts(first)[3] == "conflict" and first.patches[0].hunks[3].nearest_line
+    good = apply(project, "b1000")
+    assert good.bases_recorded == 1
+    report = apply(project, "scenario/merged")
+    assert report.patches[0].verdict is Verdict.MERGED and report.exit_code == 0
+    assert hunk_verdicts(report) == ["clean", "clean", "clean", "merged", "clean", "clean"]
+    assert "last good run" in report.patches[0].hunks[3].detail
+    assert patched_text(project) == upstream.expected_patched("merged")
+
+
+def test_merged_from_the_patchs_full_index_blob(tmp_path, upstream):
+    """A patch with full index lines whose pre-image blob upstream has merges without a run."""
+    patch = tmp_path / "full-index.patch"
+    work = tmp_path / "work"
+    git.run(["clone", "--quiet", "--branch", "b1000", str(upstream.path), str(work)])
+    (work / SERVER_CONTEXT).write_text(upstream.expected_patched("base"))
+    env = {"GIT_AUTHOR_NAME": "A", "GIT_AUTHOR_EMAIL": "a@x", "GIT_AUTHOR_DATE": "1790000000 +0000",
+           "GIT_COMMITTER_NAME": "A", "GIT_COMMITTER_EMAIL": "a@x", "GIT_COMMITTER_DATE": "1790000000 +0000"}
+    git.run(["commit", "--quiet", "-am", "on device"], cwd=work, env=env)
+    patch.write_text(git.run(["format-patch", "-1", "--stdout", "--full-index", "--zero-commit"], cwd=work) + "\n")
+    project = Project.load(write_project(tmp_path / "fork", str(upstream.path), [patch]))
+    report = apply(project, "scenario/merged")
+    assert report.patches[0].verdict is Verdict.MERGED
+    assert "index blob" in report.patches[0].hunks[3].detail
+    assert patched_text(project) == upstream.expected_patched("merged")
+
+
+def test_conflict_even_with_a_base(project):
+    apply(project, "b1000")
+    report = apply(project, "scenario/conflict")
+    patch = report.patches[0]
+    assert patch.verdict is Verdict.CONFLICT and report.exit_code == 1
+    hunk = patch.hunks[3]
+    assert hunk.verdict is Verdict.CONFLICT and "conflicts" in hunk.detail
+    assert any("LLAMA_STATE_SEQ_FLAGS_NO_SYNC" in line for line in hunk.nearest)
+    assert report.tip == report.upstream_commit
+
+
+def test_already_applied_is_reported_not_committed(project, upstream):
+    report = apply(project, "scenario/already-applied")
+    assert report.patches[0].verdict is Verdict.ALREADY_APPLIED and report.exit_code == 1
+    assert set(hunk_verdicts(report)) == {"already-applied"}
+    assert report.patches[0].commit is None
+    assert patched_text(project) == upstream.expected_patched("already-applied")
+
+
+def test_partially_applied_applies_the_rest(project, upstream):
+    report = apply(project, "scenario/partially-applied")
+    assert report.patches[0].verdict is Verdict.PARTIALLY_APPLIED and report.exit_code == 1
+    assert hunk_verdicts(report) == ["already-applied"] * 3 + ["offset"] * 3
+    assert patched_text(project) == upstream.expected_patched("partially-applied")
+
+
+def test_missing_file_names_the_rename_target(project):
+    report = apply(project, "scenario/renamed")
+    patch = report.patches[0]
+    assert patch.verdict is Verdict.MISSING_FILE
+    assert all(h.detail == "upstream moved it to tools/server/server-context-impl.cpp" for h in patch.hunks)
+
+
+def test_members_added_conflict_then_fuzz_then_merge_from_recorded_base(project, upstream):
+    assert apply(project, "scenario/members-added").patches[0].verdict is Verdict.CONFLICT
+    fuzzed = apply(project, "scenario/members-added", fuzz=2)
+    assert fuzzed.patches[0].verdict is Verdict.FUZZED and fuzzed.exit_code == 0
+    assert fuzzed.patches[0].hunks[0].fuzz == 2 and fuzzed.bases_recorded == 0
+    assert any("fuzz" in w for w in fuzzed.warnings)
+    assert patched_text(project) == upstream.expected_patched("members-added")
+    apply(project, "b1000")
+    merged = apply(project, "scenario/members-added")
+    assert merged.patches[0].verdict is Verdict.MERGED
+    assert hunk_verdicts(merged)[0] == "merged"
+    assert patched_text(project) == upstream.expected_patched("members-added")
+
+
+def test_same_upstream_and_queue_give_the_same_commit_ids(tmp_path, upstream):
+    tips = []
+    for name in ("one", "two"):
+        project = Project.load(write_project(tmp_path / name, str(upstream.path)))
+        tips.append(apply(project, "HEAD").tip)
+    assert tips[0] == tips[1]
+
+
+def test_a_dirty_output_tree_is_never_overwritten(project):
+    apply(project, "b1000")
+    target = project.output_dir / SERVER_CONTEXT
+    target.write_text("local work\n")
+    with pytest.raises(PatchkitError, match="uncommitted changes.*--force"):
+        apply(project, "HEAD")
+    assert target.read_text() == "local work\n"
+    apply(project, "HEAD", force=True)
+    assert target.read_text() != "local work\n"
+
+
+def test_lock_round_trip_and_locked_ref(project):
+    good = apply(project, "b1000", update_lock=True)
+    lock = project.lock()
+    assert good.lock_updated and lock.upstream_commit == good.upstream_commit
+    assert lock.tree == good.tree and lock.patches == {good.patches[0].name: good.patches[0].sha256}
+    failed = apply(project, "scenario/conflict", update_lock=True)
+    assert not failed.lock_updated and project.lock() == lock
+    assert any("lock not updated" in w for w in failed.warnings)
+    again = apply(project, "locked")
+    assert again.upstream_commit == lock.upstream_commit and again.tree == lock.tree
+    assert again.branch == "patchkit/locked"
+
+
+def make_patch(tmp_path: Path, upstream: FixtureUpstream, name: str, ref: str, edit) -> Path:
+    """A git format-patch of EDIT(work tree) on top of REF (with the queue patch applied first)."""
+    work = tmp_path / f"work-{name}"
+    git.run(["clone", "--quiet", "--branch", ref, str(upstream.path), str(work)])
+    env = {"GIT_AUTHOR_NAME": "Fork Dev", "GIT_AUTHOR_EMAIL": "dev@fork.invalid", "GIT_AUTHOR_DATE": "1790600000 +0000",
+           "GIT_COMMITTER_NAME": "Fork Dev", "GIT_COMMITTER_EMAIL": "dev@fork.invalid", "GIT_COMMITTER_DATE": "1790600000 +0000"}
+    (work / SERVER_CONTEXT).write_text(upstream.expected_patched("base"))
+    git.run(["commit", "--quiet", "-am", "queue patch"], cwd=work, env=env)
+    edit(work)
+    git.run(["add", "-A"], cwd=work)
+    git.run(["commit", "--quiet", "-m", name], cwd=work, env=env)
+    out = tmp_path / f"{name}.patch"
+    out.write_text(git.run(["format-patch", "-1", "--stdout", "--zero-commit"], cwd=work) + "\n")
+    return out
+
+
+def test_a_failing_patch_blocks_its_dependents_and_hides_nothing_else(tmp_path, upstream):
+    def tweak_constant(work: Path) -> None:
+        path = work / SERVER_CONTEXT
+        path.write_text(path.read_text().replace("| LLAMA_STATE_SEQ_FLAGS_ON_DEVICE;",
+                                                 "| LLAMA_STATE_SEQ_FLAGS_ON_DEVICE; // per slot"))
+
+    def readme(work: Path) -> None:
+        path = work / "README.md"
+        path.write_text(path.read_text() + "\nCarried by the fork.\n")
+
+    dependent = make_patch(tmp_path, upstream, "dependent", "b1000", tweak_constant)
+    unrelated = make_patch(tmp_path, upstream, "unrelated", "b1000", readme)
+    project = Project.load(write_project(tmp_path / "fork", str(upstream.path),
+                                         [seed_patch_path(), dependent, unrelated]))
+    report = apply(project, "scenario/conflict")
+    verdicts = [p.verdict for p in report.patches]
+    assert verdicts == [Verdict.CONFLICT, Verdict.BLOCKED, Verdict.CLEAN]
+    assert report.patches[1].blocked_by == seed_patch_path().name
+    assert report.patches[2].commit == report.tip
+    assert (project.output_dir / "README.md").read_text().endswith("Carried by the fork.\n")
+    good = apply(project, "b1000")
+    assert [p.verdict for p in good.patches] == [Verdict.CLEAN] * 3
+
+
+def test_unknown_ref_names_close_matches(project):
+    with pytest.raises(PatchkitError, match=r"unknown upstream ref 'b100' \(did you mean b100[0-3]"):
+        apply(project, "b100")
+
+
+def test_no_fetch_uses_the_mirror_as_it_is(project):
+    with pytest.raises(PatchkitError, match="no mirror"):
+        apply(project, "HEAD", fetch=False)
+    apply(project, "HEAD")
+    assert apply(project, "b1002", fetch=False).exit_code == 0
+
+
+@pytest.mark.parametrize("form", ["path", "file-url"])
+def test_cli_against_a_plain_path_and_a_file_url(tmp_path, upstream, form):
+    url = str(upstream.path) if form == "path" else upstream.path.as_uri()
+    root = write_project(tmp_path / "fork", "https://example.invalid/llama.cpp.git")
+    proc = run_cli("apply", "upstream@b1000", "--upstream", url, "--no-check", "--json", "-",
+                   "--junit", "junit.xml", "--markdown", "report.md", cwd=root)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["schema"] == 1 and data["kind"] == "apply"
+    assert data["patches"][0]["verdict"] == "clean" and len(data["patches"][0]["hunks"]) == 6
+    assert 'failures="0"' in (root / "junit.xml").read_text()
+    assert "| 1 | `server-keep-speculative" in (root / "report.md").read_text()
+    assert (root / "llama.cpp" / SERVER_CONTEXT).read_text() == upstream.expected_patched("base")
+
+
+def test_cli_exit_1_and_terminal_report_on_conflict(tmp_path, upstream):
+    root = write_project(tmp_path / "fork", str(upstream.path))
+    proc = run_cli("apply", "upstream@scenario/conflict", "--no-check", cwd=root)
+    assert proc.returncode == 1
+    assert "conflict" in proc.stdout and "nearest upstream lines at tools/server/server-context.cpp:" in proc.stdout
+    assert "0/1 patches applied" in proc.stdout
+
+
+def test_init_scaffolds_once(tmp_path):
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    proc = run_cli("init", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "patches" / "series").exists() and (tmp_path / "recipes").is_dir()
+    assert {".patchkit/", "/llama.cpp/"} <= set((tmp_path / ".gitignore").read_text().splitlines())
+    project = Project.find(tmp_path)
+    assert project.upstream_url == "https://github.com/ggml-org/llama.cpp.git"
+    again = run_cli("init", cwd=tmp_path)
+    assert again.returncode == 2 and "already exists" in again.stderr
+
+
+def test_status_shows_queue_lock_and_last_result(project):
+    apply(project, "b1000", update_lock=True)
+    proc = run_cli("status", "--json", "-", cwd=project.root)
+    data = json.loads(proc.stdout)
+    (patch,) = data["patches"]
+    assert patch["files"] == [SERVER_CONTEXT] and patch["hunks"] == 6
+    assert patch["forwarded"] == "not-needed" and patch["locked"] and patch["last_verdict"] == "clean"
+    assert data["last_run"]["ref"] == "b1000"

@@ -1,0 +1,116 @@
+"""The ladder's line matching: unique places only, the function name narrows, fuzz is explicit."""
+
+from __future__ import annotations
+
+from patchkit import ladder
+from patchkit.apply import Verdict, apply_file
+from patchkit.queue import FileChange, Hunk
+
+
+def hunk(old: list[str], new: list[str], start: int, section: str = "", index: int = 1) -> Hunk:
+    old_t = tuple(f"{line}\n" for line in old)
+    new_t = tuple(f"{line}\n" for line in new)
+    lead = next(i for i, (a, b) in enumerate(zip(old_t, new_t)) if a != b)
+    trail = next(i for i, (a, b) in enumerate(zip(reversed(old_t), reversed(new_t))) if a != b)
+    return Hunk(index, start, start, section, old_t, new_t, lead, trail)
+
+
+def text(lines: list[str]) -> bytes:
+    return "".join(f"{line}\n" for line in lines).encode()
+
+
+def run(h: Hunk, lines: list[str], bases=lambda fc: None, fuzz: int = 0):
+    fc = FileChange("f.c", "f.c", None, None, (h,))
+    verdicts, content = apply_file(fc, text(lines), bases, fuzz)
+    return verdicts[0], content
+
+
+BLOCK = ["    int a = 1;", "    int b = 2;", "    use(a);", "    done();"]
+CHANGED = ["    int a = 1;", "    int b = 2;", "    use(a, b);", "    done();"]
+
+
+def filler(n: int, tag: str) -> list[str]:
+    return [f"// {tag} {i}" for i in range(n)]
+
+
+def test_clean_at_the_recorded_line():
+    lines = ["void f() {", *BLOCK, "}"]
+    verdict, content = run(hunk(BLOCK, CHANGED, 2), lines)
+    assert verdict.verdict is Verdict.CLEAN and verdict.actual_line == 2
+    assert content == text(["void f() {", *CHANGED, "}"])
+
+
+def test_offset_when_the_pre_image_is_unique_elsewhere():
+    lines = filler(7, "new") + ["void f() {", *BLOCK, "}"]
+    verdict, content = run(hunk(BLOCK, CHANGED, 2), lines)
+    assert (verdict.verdict, verdict.actual_line, verdict.offset) == (Verdict.OFFSET, 9, 7)
+    assert content == text(filler(7, "new") + ["void f() {", *CHANGED, "}"])
+
+
+def test_two_candidates_are_ambiguous_and_nothing_is_written():
+    lines = ["void f() {", *BLOCK, "}", "void g() {", *BLOCK, "}"] + filler(3, "x")
+    verdict, content = run(hunk(BLOCK, CHANGED, 40), lines)
+    assert verdict.verdict is Verdict.AMBIGUOUS and content is None
+    assert "lines 2, 8" in verdict.detail
+
+
+def test_the_function_name_narrows_candidates_to_one():
+    lines = ["void f() {", *BLOCK, "}", "void g() {", *BLOCK, "}"]
+    verdict, content = run(hunk(BLOCK, CHANGED, 40, section="void g() {"), lines)
+    assert verdict.verdict is Verdict.OFFSET and verdict.actual_line == 8
+    assert content == text(["void f() {", *BLOCK, "}", "void g() {", *CHANGED, "}"])
+
+
+def test_the_function_name_never_widens():
+    lines = ["void f() {", *BLOCK, "}", "void g() {", *BLOCK, "}"]
+    verdict, _ = run(hunk(BLOCK, CHANGED, 40, section="void h() {"), lines)
+    assert verdict.verdict is Verdict.AMBIGUOUS
+
+
+def test_post_image_present_is_already_applied():
+    verdict, content = run(hunk(BLOCK, CHANGED, 2), ["void f() {", *CHANGED, "}"])
+    assert verdict.verdict is Verdict.ALREADY_APPLIED and content == text(["void f() {", *CHANGED, "}"])
+
+
+def test_pre_and_post_image_both_present_is_ambiguous():
+    lines = ["void f() {", *CHANGED, "}"] + filler(3, "x") + ["void g() {", *BLOCK, "}"]
+    verdict, _ = run(hunk(BLOCK, CHANGED, 40), lines)
+    assert verdict.verdict is Verdict.AMBIGUOUS
+
+
+def test_conflict_names_the_nearest_upstream_lines():
+    upstream = ["void f() {", "    int a = 1;", "    int b = 3;", "    use(a);", "    done();", "}"]
+    verdict, content = run(hunk(BLOCK, CHANGED, 2), upstream)
+    assert verdict.verdict is Verdict.CONFLICT and content is None
+    assert verdict.nearest_line == 2 and verdict.nearest[1] == "    int b = 3;\n"
+
+
+def test_fuzz_only_when_asked_and_marked():
+    upstream = ["void f() {", "    int a = 0;", "    int b = 2;", "    use(a);", "    done();", "}"]
+    assert run(hunk(BLOCK, CHANGED, 2), upstream)[0].verdict is Verdict.CONFLICT
+    verdict, content = run(hunk(BLOCK, CHANGED, 2), upstream, fuzz=1)
+    assert verdict.verdict is Verdict.FUZZED and verdict.fuzz == 1
+    assert content == text(["void f() {", "    int a = 0;", "    int b = 2;", "    use(a, b);", "    done();", "}"])
+
+
+def test_three_way_merge_from_a_base():
+    base = ["void f() {", *BLOCK, "}"]
+    patched = ["void f() {", *CHANGED, "}"]
+    upstream = ["void f() {", "    int a = 10;", "    int b = 2;", "    use(a);", "    done();", "}"]
+    verdict, content = run(hunk(BLOCK, CHANGED, 2), upstream, bases=lambda fc: ("base", text(base), text(patched)))
+    assert verdict.verdict is Verdict.MERGED
+    assert content == text(["void f() {", "    int a = 10;", "    int b = 2;", "    use(a, b);", "    done();", "}"])
+
+
+def test_a_merge_that_changes_nothing_is_already_applied():
+    base = ["void f() {", *BLOCK, "}"]
+    patched = ["void f() {", *CHANGED, "}"]
+    upstream = ["void f() {", "    int a = 10;", "    int b = 2;", "    use(a, b);", "    done();", "}"]
+    verdict, _ = run(hunk(BLOCK, CHANGED, 2), upstream, bases=lambda fc: ("base", text(base), text(patched)))
+    assert verdict.verdict is Verdict.ALREADY_APPLIED
+
+
+def test_funcname_follows_gits_default_rule():
+    lines = ["struct s {", "    int x;", "private:", "    void f();", "    int y;"]
+    assert ladder.funcname_at(lines, 4) == "private:"
+    assert ladder.funcname_at(lines, 1) == "struct s {"
