@@ -244,11 +244,12 @@ class Applier:
         self.fuzz = fuzz
         self.tree = WorkTree(reader, mirror.path, revision.commit)
         self._failed = _FailedRanges()
+        self._bases = mirror.base_commits()
 
     def apply(self, patch: Patch) -> _Applied:
         hunks: list[HunkVerdict] = []
         changes: Changes = {}
-        recorded = self.mirror.base_commit(patch.sha256)
+        recorded = self._bases.get(patch.sha256)
         for fc in patch.files:
             verdicts, change = self._apply_file(fc, recorded)
             hunks += verdicts

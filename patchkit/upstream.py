@@ -164,11 +164,16 @@ class Mirror:
     def reader(self) -> git.ObjectReader:
         return git.ObjectReader(self.path)
 
-    def base_commit(self, patch_sha256: str) -> str | None:
-        """The patched commit of this exact patch from the last fully good run, if any."""
-        out = git.run(["rev-parse", "--verify", "--quiet", f"{BASES_NAMESPACE}/{patch_sha256}"],
-                      cwd=self.path, check=False)
-        return out or None
+    def base_commits(self) -> dict[str, str]:
+        """patch sha256 -> the patched commit of that exact patch from the last fully good run."""
+        out = git.run(["for-each-ref", "--format=%(refname:lstrip=3) %(objectname)", BASES_NAMESPACE],
+                      cwd=self.path)
+        return dict(line.split(" ", 1) for line in out.splitlines())
+
+    def record_bases(self, commits: dict[str, str]) -> None:
+        """Keep each patch's commit (by patch sha256) as its 3-way base for later runs."""
+        lines = "".join(f"update {BASES_NAMESPACE}/{sha} {commit}\n" for sha, commit in commits.items())
+        git.run(["update-ref", "--stdin"], cwd=self.path, input=lines)
 
     def rename_target(self, path: str, commit: str) -> str | None:
         """Where upstream moved PATH, by git's rename detection on the commit that removed it."""

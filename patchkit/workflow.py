@@ -16,7 +16,7 @@ from patchkit.apply import Applier, PatchResult, Verdict, fast_import, materiali
 from patchkit.project import Lock, Project
 from patchkit.queue import Queue
 from patchkit.report import atomic_write, plain
-from patchkit.upstream import BASES_NAMESPACE, Mirror
+from patchkit.upstream import Mirror
 
 LAST_REPORT = "last-apply.json"
 
@@ -116,9 +116,8 @@ def _record(project: Project, mirror: Mirror, report: ApplyReport, update_lock: 
         if update_lock:
             warn("patchkit.lock not updated: the run needs attention")
         return report
-    bases = [p for p in report.patches if p.commit and p.verdict is not Verdict.FUZZED]
-    for p in bases:
-        git.run(["update-ref", f"{BASES_NAMESPACE}/{p.sha256}", p.commit], cwd=mirror.path)
+    bases = {p.sha256: p.commit for p in report.patches if p.commit and p.verdict is not Verdict.FUZZED}
+    mirror.record_bases(bases)
     lock_updated = False
     if update_lock:
         if any(p.verdict is Verdict.FUZZED for p in report.patches):

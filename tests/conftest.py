@@ -42,6 +42,17 @@ def run_cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subproc
                           capture_output=True, env={**os.environ, "NO_COLOR": "1", **(env or {})})
 
 
+def assert_matches_schema(data: dict) -> None:
+    """A JSON report is valid against the schema the package ships for its kind."""
+    import json
+    from importlib.resources import files
+
+    import jsonschema
+
+    schema = json.loads(files("patchkit").joinpath(f"schemas/{data['kind']}.schema.json").read_text())
+    jsonschema.validate(data, schema)
+
+
 @pytest.fixture(scope="session")
 def upstream(tmp_path_factory):
     """The llama.cpp-shaped upstream with every scenario branch, built once per session."""

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli, seed_patch_path, write_project
+from conftest import assert_matches_schema, run_cli, seed_patch_path, write_project
 from patchkit import git
 from patchkit.apply import Verdict
 from patchkit.errors import PatchkitError
@@ -241,6 +241,7 @@ def test_cli_against_a_plain_path_and_a_file_url(tmp_path, upstream, form):
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert data["schema"] == 1 and data["kind"] == "apply"
+    assert_matches_schema(data)
     assert data["patches"][0]["verdict"] == "clean" and len(data["patches"][0]["hunks"]) == 6
     assert 'failures="0"' in (root / "junit.xml").read_text()
     assert "| 1 | `server-keep-speculative" in (root / "report.md").read_text()

@@ -2,36 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
-from typing import Iterator, List, Optional
+from typing import List, Optional
 
 import typer
 
-from patchkit.cli.app import JsonOpt, JunitOpt, MarkdownOpt, app, console, emit, is_quiet
-
-
-@contextlib.contextmanager
-def progress_display(what: str) -> Iterator:
-    """A live status line on a terminal; elsewhere one line when work starts (CI logs stay short)."""
-    err = console(stderr=True)
-    if is_quiet():
-        yield lambda line: None
-    elif err.is_terminal:
-        with err.status(what) as status:
-            yield lambda line: status.update(f"{what}: {line.strip()}")
-    else:
-        said = []
-
-        def once(line: str) -> None:
-            if not said:
-                said.append(err.print(what, markup=False))
-
-        yield once
-
-
-def warn(message: str) -> None:
-    console(stderr=True).print(f"[yellow]warning:[/] {message}")
+from patchkit.cli.app import JsonOpt, JunitOpt, MarkdownOpt, app, console, emit, is_quiet, progress_display, warn
 
 
 @app.command("apply")

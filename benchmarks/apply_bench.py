@@ -1,0 +1,74 @@
+"""Wall time of `patchkit apply` against `git clone` + `git am -3` of the same queue.
+
+Generates an upstream of ~1,500 files and 40 patches whose every hunk needs an offset on HEAD,
+then times, as whole commands in fresh processes, with a warm mirror:
+  patchkit apply upstream@HEAD -o OUT           (fetch, ladder, commits, checkout of the branch)
+  git clone UPSTREAM OUT && git -C OUT am -3 PATCHES...
+and prints the medians and their ratio. Usage: python benchmarks/apply_bench.py [--runs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from patchkit.fixture import build_bulk_upstream
+
+GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@invalid",
+           "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@invalid"}
+
+
+def timed(commands: list[list[str]], cwd: Path) -> float:
+    start = time.perf_counter()
+    for command in commands:
+        subprocess.run(command, cwd=cwd, env=GIT_ENV, check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--files", type=int, default=1500)
+    parser.add_argument("--patches", type=int, default=40)
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="patchkit-bench-") as tmp:
+        root = Path(tmp)
+        upstream = root / "upstream"
+        patches = build_bulk_upstream(upstream, args.files, args.patches)
+        fork = root / "fork"
+        fork.mkdir()
+        (fork / "patchkit.yaml").write_text(
+            f"upstream:\n  url: {upstream}\n  branch: master\n"
+            f"patches: {patches[0].parent}\ncache: {root / 'cache'}\n")
+        out = root / "out"
+        patchkit = [sys.executable, "-m", "patchkit", "-q", "apply", "upstream@HEAD", "-o", str(out)]
+        git_am = [["git", "clone", "--quiet", str(upstream), str(out)],
+                  ["git", "-C", str(out), "am", "-3", "--quiet", *map(str, patches)]]
+
+        timed([patchkit], fork)  # warm the mirror, as a daily user has it
+        results: dict[str, list[float]] = {"patchkit apply": [], "git clone + git am -3": []}
+        for _ in range(args.runs):
+            for name, commands in (("patchkit apply", [patchkit]), ("git clone + git am -3", git_am)):
+                shutil.rmtree(out, ignore_errors=True)
+                results[name].append(timed(commands, fork))
+
+    print(f"upstream: {args.files} files; queue: {len(patches)} patches, every hunk offset; "
+          f"{args.runs} runs each, median wall time")
+    medians = {name: statistics.median(times) for name, times in results.items()}
+    for name, median in medians.items():
+        print(f"  {name:24s} {median:7.3f} s")
+    ratio = medians["patchkit apply"] / medians["git clone + git am -3"]
+    print(f"ratio patchkit / git am -3: {ratio:.2f}x (target <= 1.2x)")
+
+
+if __name__ == "__main__":
+    main()

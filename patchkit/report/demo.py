@@ -1,0 +1,23 @@
+"""Renderer of `patchkit demo`."""
+
+from __future__ import annotations
+
+from patchkit.demo import DemoResult
+from patchkit.report.apply import STYLE, render_terminal as render_apply
+
+
+def render_terminal(result: DemoResult, console) -> None:
+    from rich.table import Table
+
+    console.print(f"[bold]1. The queue on the demo upstream's HEAD[/] ({result.folder / 'upstream'})")
+    render_apply(result.head, console)
+    table = Table(title="2. The same queue on each scenario branch", title_justify="left")
+    for column in ("upstream ref", "what upstream did", "verdict", "hunks"):
+        table.add_column(column)
+    for scenario, report in result.tour:
+        (patch, *_) = report.patches
+        table.add_row(scenario.ref, scenario.description, f"[{STYLE[patch.verdict]}]{patch.verdict.value}[/]",
+                      " ".join(h.verdict.value for h in patch.hunks))
+    console.print(table)
+    console.print(f"Try it yourself:  cd {result.fork} && patchkit status && "
+                  f"patchkit apply upstream@scenario/conflict", markup=False)
