@@ -29,6 +29,14 @@ def hunk_lines(h: HunkVerdict) -> list[str]:
     return lines
 
 
+def hunk_counts(p: PatchResult) -> str:
+    """'5 clean, 1 ambiguous': the hunks' verdicts in order of first appearance."""
+    counts: dict[str, int] = {}
+    for h in p.hunks:
+        counts[h.verdict.value] = counts.get(h.verdict.value, 0) + 1
+    return ", ".join(f"{n} {v}" for v, n in counts.items())
+
+
 def _noteworthy(p: PatchResult) -> list[HunkVerdict]:
     return [h for h in p.hunks if h.verdict not in (Verdict.CLEAN, Verdict.OFFSET)]
 
@@ -49,11 +57,8 @@ def render_terminal(report, console) -> None:
     for column in ("#", "patch", "verdict", "hunks", "commit"):
         table.add_column(column, no_wrap=column != "patch")
     for i, p in enumerate(report.patches, 1):
-        counts: dict[str, int] = {}
-        for h in p.hunks:
-            counts[h.verdict.value] = counts.get(h.verdict.value, 0) + 1
-        table.add_row(str(i), p.name, f"[{STYLE[p.verdict]}]{p.verdict.value}[/]",
-                      ", ".join(f"{n} {v}" for v, n in counts.items()), (p.commit or "-")[:12])
+        table.add_row(str(i), p.name, f"[{STYLE[p.verdict]}]{p.verdict.value}[/]", hunk_counts(p),
+                      (p.commit or "-")[:12])
     console.print(table)
     for p in report.patches:
         details = _noteworthy(p)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from patchkit.demo import DemoResult
-from patchkit.report.apply import STYLE, render_terminal as render_apply
+from patchkit.report.apply import STYLE, hunk_counts, render_terminal as render_apply
 
 
 def render_terminal(result: DemoResult, console) -> None:
@@ -17,7 +17,7 @@ def render_terminal(result: DemoResult, console) -> None:
     for scenario, report in result.tour:
         (patch, *_) = report.patches
         table.add_row(scenario.ref, scenario.description, f"[{STYLE[patch.verdict]}]{patch.verdict.value}[/]",
-                      " ".join(h.verdict.value for h in patch.hunks))
+                      hunk_counts(patch))
     console.print(table)
     console.print(f"Try it yourself:  cd {result.fork} && patchkit status && "
                   f"patchkit apply upstream@scenario/conflict", markup=False)
