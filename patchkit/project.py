@@ -93,12 +93,20 @@ class Project:
     @classmethod
     def find(cls, start: Path | None = None) -> Project:
         """The project whose patchkit.yaml is in START or the nearest folder above it."""
+        project = cls.find_optional(start)
+        if project is None:
+            raise PatchkitError(f"no {CONFIG_NAME} in {(start or Path.cwd()).resolve()} or any folder above it",
+                                "run `patchkit init` in your fork repository first")
+        return project
+
+    @classmethod
+    def find_optional(cls, start: Path | None = None) -> Project | None:
+        """Like find, for commands that also work outside a project (builds)."""
         here = (start or Path.cwd()).resolve()
         for folder in (here, *here.parents):
             if (folder / CONFIG_NAME).is_file():
                 return cls.load(folder)
-        raise PatchkitError(f"no {CONFIG_NAME} in {here} or any folder above it",
-                            "run `patchkit init` in your fork repository first")
+        return None
 
     @classmethod
     def load(cls, root: Path) -> Project:

@@ -101,8 +101,10 @@ def run_apply(project: Project, options: ApplyOptions, hooks: Hooks = Hooks()) -
                 warn(f"{r.name} was placed with fuzz: review it, then refresh the patch")
         report = ApplyReport(mirror.url, revision.ref, revision.commit, revision.branch_name,
                              output, tip, tree, results, checks, warnings=tuple(warnings))
-        if options.build:
+        if options.build and report.passed:
             report = replace(report, builds=_run_builds(project, output, options.build, hooks))
+        elif options.build:
+            warn("builds not run: the apply needs attention first")
         report = _record(project, mirror, report, options.update_lock, warn)
     report = replace(report, warnings=tuple(warnings))
     _save_last(project, report)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+from contextlib import nullcontext
 from pathlib import Path
 from typing import List, Optional
 
@@ -39,6 +41,7 @@ def apply_command(
     from patchkit.project import Project
     from patchkit.report import to_json
     from patchkit.report import apply as render
+    from patchkit.report import build as render_build
     from patchkit.upstream import parse_spec
     from patchkit.workflow import ApplyOptions, Hooks, run_apply
 
@@ -47,8 +50,10 @@ def apply_command(
     options = ApplyOptions(spec=spec, upstream=upstream, fetch=not no_fetch, fuzz=fuzz,
                            output=output.resolve() if output else None, force=force,
                            update_lock=update_lock, check=not no_check, build=tuple(build))
-    with progress_display(f"fetching {upstream or project.upstream_url}") as progress:
-        report = run_apply(project, options, Hooks(progress=progress, warn=warn))
+    live_builds = bool(build) and sys.stderr.isatty() and not is_quiet()
+    with progress_display(f"fetching {upstream or project.upstream_url}") as progress, \
+            (render_build.LiveProgress(console(stderr=True)) if live_builds else nullcontext()) as builds:
+        report = run_apply(project, options, Hooks(progress=progress, warn=warn, build_progress=builds))
     emit({json_out: lambda: to_json("apply", report),
           markdown: lambda: render.to_markdown(report),
           junit: lambda: render.to_junit(report)},

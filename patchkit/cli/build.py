@@ -1,1 +1,141 @@
-"""Placeholder: filled in by its owner."""
+"""`patchkit build` and `patchkit recipes list|presets`: parse, call patchkit.build, render."""
+
+from __future__ import annotations
+
+import re
+import sys
+from contextlib import nullcontext
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from patchkit.cli.app import JsonOpt, JunitOpt, MarkdownOpt, app, console, cwd_path, emit, is_quiet
+from patchkit.errors import PatchkitError
+from patchkit.project import Project
+
+recipes_app = typer.Typer(name="recipes", no_args_is_help=True,
+                          help="The build recipes in recipes/: what each backend needs, as presets.")
+app.add_typer(recipes_app)
+
+_DEFINE_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_.+-]*)=(.*)$", re.S)
+
+TreeArg = typer.Argument(None, metavar="[DIR]", show_default=False,
+                         help="The tree to build: default the project's output tree, else here.")
+RecipesOpt = typer.Option(None, "--recipes", metavar="DIR", show_default=False,
+                          help="Recipes folder: default the project's, else ./recipes.")
+
+
+@app.command("build")
+def build(
+    tree: Optional[Path] = TreeArg,
+    backend: List[str] = typer.Option([], "--backend", "-b", metavar="NAME",
+                                      help="Build this backend (repeat for more)."),
+    all_: bool = typer.Option(False, "--all", help="Build every backend; skipped ones are fine."),
+    build_dir: Optional[Path] = typer.Option(None, "--build-dir", metavar="DIR", show_default=False,
+                                             help="Build folders go to DIR/<backend> (default DIR/build)."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, metavar="N",
+                                       help="Parallel jobs (default: Ninja's choice)."),
+    target: List[str] = typer.Option([], "--target", "-t", metavar="T",
+                                     help="Build T instead of the recipe's targets (repeat for more)."),
+    define: List[str] = typer.Option([], "--define", "-D", metavar="KEY=VALUE",
+                                     help="An extra CMake cache variable (repeat for more)."),
+    allow_skip: bool = typer.Option(False, "--allow-skip",
+                                    help="A backend asked for by name but unavailable is not an error."),
+    recipes_dir: Optional[Path] = RecipesOpt,
+    json_out: Optional[str] = JsonOpt,
+    markdown_out: Optional[str] = MarkdownOpt,
+    junit_out: Optional[str] = JunitOpt,
+) -> None:
+    """Build the patched tree once per backend, from recipes/.
+
+    Each backend is probed first; one whose toolchain is missing is skipped with the reason. Logs go to BUILD_DIR/<backend>/build.log. Exit 1 when a build fails, or when a backend asked for by name is skipped (unless --allow-skip); under --all skips are fine.
+
+    Examples:
+
+      patchkit build --backend cpu
+
+      patchkit build llama.cpp -b cpu -b vulkan -j 8 --json build.json
+
+      patchkit build --all --target llama-server -D GGML_CUDA_FA_ALL_QUANTS=ON
+    """
+    from patchkit.build import build_backends
+    from patchkit.report import build as render, to_json
+
+    if bool(backend) == all_:
+        raise PatchkitError("say which backends to build", "use --backend NAME (repeatable) or --all")
+    defines, project = _defines(define), Project.find_optional()
+    live = sys.stderr.isatty() and not is_quiet()
+    with render.LiveProgress(console(stderr=True)) if live else nullcontext() as progress:
+        report = build_backends(project, _tree(tree, project), None if all_ else backend,
+                                recipes_dir=_recipes_dir(recipes_dir, project),
+                                build_dir=cwd_path(build_dir) if build_dir else None, jobs=jobs,
+                                targets=target, defines=defines, progress=progress)
+
+    emit({json_out: lambda: to_json("build", report),
+          markdown_out: lambda: render.to_markdown(report),
+          junit_out: lambda: render.to_junit(report)},
+         lambda: render.render_terminal(report, console(), quiet=is_quiet()))
+    raise typer.Exit(report.exit_code(allow_skip))
+
+
+@recipes_app.command("list")
+def recipes_list(recipes_dir: Optional[Path] = RecipesOpt, json_out: Optional[str] = JsonOpt) -> None:
+    """Each backend: what it needs, and whether this machine can build it (and why not).
+
+    Example: patchkit recipes list --json recipes.json
+    """
+    from patchkit.build import load_recipes
+    from patchkit.build.probe import probe
+    from patchkit.report import build as render, to_json
+
+    recipes = list(load_recipes(_recipes_dir(recipes_dir, Project.find_optional())).values())
+    available = {r.name: probe(r) for r in recipes}
+    emit({json_out: lambda: render.render_recipes_json(recipes, available)},
+         lambda: render.draw_recipes(recipes, available, console()))
+
+
+@recipes_app.command("presets")
+def recipes_presets(
+    tree: Optional[Path] = typer.Argument(None, metavar="[DIR]", show_default=False,
+                                          help="The tree the presets are for (default as for build)."),
+    output: Optional[str] = typer.Option(None, "--output", "-o", metavar="FILE", show_default=False,
+                                         help="Write here ('-' for stdout; default DIR/CMakeUserPresets.json)."),
+    recipes_dir: Optional[Path] = RecipesOpt,
+) -> None:
+    """Write the recipes as CMake presets (schema 6), for building without patchkit.
+
+    Per backend a configure, a build and a workflow preset named patchkit-<backend>. CMakeUserPresets.json is the default because llama.cpp ships its own CMakePresets.json.
+
+    Example: patchkit recipes presets llama.cpp && cmake --workflow --preset patchkit-cpu
+    """
+    from patchkit.build import load_recipes
+    from patchkit.build.presets import USER_PRESETS, presets_json
+    from patchkit.report import write_output
+
+    project = Project.find_optional()
+    recipes = list(load_recipes(_recipes_dir(recipes_dir, project)).values())
+    target = output or str(_tree(tree, project) / USER_PRESETS)
+    write_output(target, presets_json(recipes))
+    if target != "-" and not is_quiet():
+        console().print(f"wrote {len(recipes)} presets to {target}", markup=False)
+
+
+def _tree(tree: Optional[Path], project: Project | None) -> Path:
+    return cwd_path(tree) if tree else project.output_dir if project else Path.cwd()
+
+
+def _recipes_dir(recipes_dir: Optional[Path], project: Project | None) -> Path:
+    from patchkit.build.recipe import default_recipes_dir
+
+    return cwd_path(recipes_dir) if recipes_dir else default_recipes_dir(project)
+
+
+def _defines(pairs: List[str]) -> dict[str, str]:
+    defines = {}
+    for pair in pairs:
+        m = _DEFINE_RE.match(pair)
+        if m is None:
+            raise PatchkitError(f"-D {pair!r}: expected KEY=VALUE", "for example -D GGML_NATIVE=OFF")
+        defines[m.group(1)] = m.group(2)
+    return defines

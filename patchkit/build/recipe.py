@@ -1,0 +1,196 @@
+"""Recipes: one YAML file per backend under `recipes/`, validated against one schema.
+
+A bad recipe fails with the file and the key path (exit 2), before anything is probed or built.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Mapping, Sequence
+
+import yaml
+
+from patchkit.errors import PatchkitError
+
+if TYPE_CHECKING:
+    from patchkit.project import Project
+
+RequirementKind = Literal["command", "library", "header", "platform"]
+REQUIREMENT_KINDS: tuple[RequirementKind, ...] = ("command", "library", "header", "platform")
+DEFAULT_TARGETS = ("llama-server",)
+# The version of a tool is its first dotted number unless a recipe says where to look.
+DEFAULT_VERSION_PATTERN = r"(\d+(?:\.\d+)+)"
+PLATFORMS = ("darwin", "linux", "win32")  # values of sys.platform
+_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+_VERSION_RE = re.compile(r"^\d+(?:\.\d+)*$")
+_SCALAR = {"type": ["string", "boolean", "integer", "number"]}
+_STRINGS = {"type": "array", "items": {"type": "string", "minLength": 1}}
+
+_REQUIREMENT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        **{kind: {"type": "string", "minLength": 1} for kind in REQUIREMENT_KINDS},
+        "name": {"type": "string", "minLength": 1},
+        "args": _STRINGS,
+        "version": {"type": "string", "minLength": 1},
+        "minimum": {"type": ["string", "number"]},
+        "paths": _STRINGS,
+    },
+}
+
+RECIPE_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["description"],
+    "properties": {
+        "description": {"type": "string", "minLength": 1},
+        "build-type": {"enum": ["Release", "Debug", "RelWithDebInfo", "MinSizeRel"]},
+        # Ninja only: its `[n/m]` lines are what the progress display reads.
+        "generator": {"enum": ["Ninja"]},
+        "targets": {**_STRINGS, "minItems": 1},
+        "options": {"type": "object", "additionalProperties": _SCALAR},
+        "environment": {"type": "object", "additionalProperties": _SCALAR},
+        "requires": {"type": "array", "items": _REQUIREMENT_SCHEMA},
+    },
+}
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """Something a backend needs on this machine, and how to probe for it."""
+
+    kind: RequirementKind
+    value: str  # the command, library, header path or platform name
+    name: str  # what the reason calls it, e.g. "cuBLAS"
+    args: tuple[str, ...] = ("--version",)
+    version: str | None = None  # a regular expression whose first group is the version
+    minimum: str | None = None
+    paths: tuple[str, ...] = ()  # searched before the system's own places
+
+
+@dataclass(frozen=True)
+class Recipe:
+    name: str
+    path: Path
+    description: str
+    build_type: str = "Release"
+    generator: str = "Ninja"
+    targets: tuple[str, ...] = DEFAULT_TARGETS
+    options: Mapping[str, str] = field(default_factory=dict)
+    environment: Mapping[str, str] = field(default_factory=dict)
+    requires: tuple[Requirement, ...] = ()
+
+
+def default_recipes_dir(project: Project | None) -> Path:
+    """The project's recipes folder; ./recipes where there is no project (a bare tree)."""
+    return project.recipes_dir if project else Path.cwd() / "recipes"
+
+
+def load_recipes(recipes_dir: Path) -> dict[str, Recipe]:
+    """Every `*.yaml` in RECIPES_DIR by backend name (the file's stem), sorted by name."""
+    if not recipes_dir.is_dir():
+        raise PatchkitError(f"no recipes folder at {recipes_dir}",
+                            "create recipes/BACKEND.yaml files or set `recipes:` in patchkit.yaml")
+    paths = sorted(recipes_dir.glob("*.yaml"), key=lambda p: p.stem)
+    return {path.stem: load_recipe(path) for path in paths}
+
+
+def load_recipe(path: Path) -> Recipe:
+    if not _NAME_RE.match(path.stem):
+        raise PatchkitError(f"{path}: recipe names are lower-case letters, digits, '-' and '_'",
+                            "rename the file")
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark else ""
+        raise PatchkitError(f"{path}{where}: not valid YAML", "fix the syntax") from None
+    _validate(path, data)
+    return Recipe(
+        name=path.stem,
+        path=path,
+        description=data["description"],
+        build_type=data.get("build-type", "Release"),
+        generator=data.get("generator", "Ninja"),
+        targets=tuple(data.get("targets", DEFAULT_TARGETS)),
+        options={k: cmake_value(v) for k, v in (data.get("options") or {}).items()},
+        environment={k: cmake_value(v) for k, v in (data.get("environment") or {}).items()},
+        requires=tuple(_requirement(path, i, r) for i, r in enumerate(data.get("requires") or [])),
+    )
+
+
+def select(recipes: Mapping[str, Recipe], names: Sequence[str]) -> list[Recipe]:
+    """The recipes named, in the order given; an unknown name is a usage error."""
+    unknown = [n for n in names if n not in recipes]
+    if unknown:
+        raise PatchkitError(f"no recipe for backend {', '.join(unknown)}",
+                            f"known backends: {', '.join(recipes) or 'none'}")
+    return [recipes[n] for n in dict.fromkeys(names)]
+
+
+def cmake_value(value: object) -> str:
+    """YAML reads `ON`/`OFF` as booleans; CMake wants them back as words."""
+    if isinstance(value, bool):
+        return "ON" if value else "OFF"
+    return str(value)
+
+
+def _validate(path: Path, data: object) -> None:
+    from jsonschema import Draft202012Validator
+
+    errors = sorted(Draft202012Validator(RECIPE_SCHEMA).iter_errors(data),
+                    key=lambda e: list(map(str, e.absolute_path)))
+    if not errors:
+        return
+    err = errors[0]
+    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path)
+    key = where.lstrip(".") or "(top level)"
+    if err.validator == "additionalProperties" and isinstance(err.instance, dict):
+        known = set(err.schema.get("properties", {}))
+        extra = next(k for k in err.instance if k not in known)
+        unknown = f"{where}.{extra}".lstrip(".")
+        in_requirement = [str(p) for p in err.absolute_path][:1] == ["requires"]
+        if in_requirement and not any(k in err.instance for k in REQUIREMENT_KINDS):
+            raise PatchkitError(f"{path}: unknown requirement '{extra}' at '{key}'",
+                                f"a requirement is one of: {', '.join(REQUIREMENT_KINDS)}")
+        raise PatchkitError(f"{path}: unknown key '{unknown}'",
+                            f"known keys here: {', '.join(sorted(known))}")
+    raise PatchkitError(f"{path}: key '{key}': {err.message}")
+
+
+def _requirement(path: Path, index: int, data: dict[str, Any]) -> Requirement:
+    kinds = [k for k in REQUIREMENT_KINDS if k in data]
+    if len(kinds) != 1:
+        raise PatchkitError(f"{path}: key 'requires[{index}]' needs exactly one of "
+                            f"{', '.join(REQUIREMENT_KINDS)}, found {len(kinds)}")
+    kind = kinds[0]
+    version = data.get("version")
+    minimum = None if data.get("minimum") is None else str(data["minimum"])
+    if kind == "platform" and data[kind] not in PLATFORMS:
+        raise PatchkitError(f"{path}: key 'requires[{index}].platform': unknown platform "
+                            f"{data[kind]!r}", f"one of: {', '.join(PLATFORMS)}")
+    if minimum is not None and not _VERSION_RE.match(minimum):
+        raise PatchkitError(f"{path}: key 'requires[{index}].minimum': {minimum!r} is not a "
+                            "version like 12 or 6.1")
+    if version is not None:
+        try:
+            if re.compile(version).groups < 1:
+                raise re.error("needs a group around the version")
+        except re.error as exc:
+            raise PatchkitError(f"{path}: key 'requires[{index}].version': {exc}") from None
+    if (version or minimum is not None) and kind != "command":
+        raise PatchkitError(f"{path}: key 'requires[{index}]': only a command has a version",
+                            "drop 'version' and 'minimum' here")
+    return Requirement(
+        kind=kind,
+        value=data[kind],
+        name=data.get("name", data[kind]),
+        args=tuple(data.get("args", ("--version",))),
+        version=version or (DEFAULT_VERSION_PATTERN if minimum is not None else None),
+        minimum=minimum,
+        paths=tuple(data.get("paths", ())),
+    )

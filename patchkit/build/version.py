@@ -1,0 +1,39 @@
+"""Which upstream commit a tree was patched onto, as llama.cpp's LLAMA_BUILD_NUMBER/COMMIT.
+
+llama.cpp derives both from the tree's own git history, which on a patched branch counts the
+patch commits too (and a tarball has no history at all); passing them keeps `--version` equal to
+the upstream build the tree stands on.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from patchkit import git
+from patchkit.errors import PatchkitError
+
+# Written by `patchkit apply` into the output repository: the upstream commit it applied onto.
+UPSTREAM_REF = "refs/patchkit/upstream"
+
+
+def build_info(tree: Path, fallback_commit: str | None = None) -> dict[str, str]:
+    """The -D values for the tree's upstream commit: from UPSTREAM_REF, else FALLBACK_COMMIT
+    (the lock's); only the commit when its history is not in the tree; nothing when unknown."""
+    commit = _git(tree, ["rev-parse", "--verify", "--quiet", f"{UPSTREAM_REF}^{{commit}}"])
+    commit = commit or fallback_commit
+    if not commit:
+        return {}
+    git.validate_ref(commit, "upstream commit")
+    number = _git(tree, ["rev-list", "--count", commit, "--"])
+    short = _git(tree, ["rev-parse", "--short", f"{commit}^{{commit}}"])
+    if number and short:
+        return {"LLAMA_BUILD_NUMBER": number, "LLAMA_BUILD_COMMIT": short}
+    return {"LLAMA_BUILD_COMMIT": commit[:7]}
+
+
+def _git(tree: Path, args: list[str]) -> str | None:
+    """git's answer, or None where there is none (not a repository, no such commit, no git)."""
+    try:
+        return git.run(args, tree) or None
+    except (git.GitFailed, PatchkitError):
+        return None

@@ -1,0 +1,8 @@
+#pragma once
+#ifdef __cplusplus
+extern "C" {
+#endif
+const char * ggml_backend_name(void);
+#ifdef __cplusplus
+}
+#endif

@@ -1,0 +1,2 @@
+#pragma once
+const char * llama_build_info();

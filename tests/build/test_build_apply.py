@@ -1,0 +1,56 @@
+"""`patchkit apply --build`: the patched tree is built right after a good apply, in one report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from build_helpers import REPO_RECIPES, copy_project, git_tree, needs_cmake
+from conftest import write_project
+from patchkit import git
+from patchkit.project import Project
+from patchkit.workflow import ApplyOptions, run_apply
+
+pytestmark = needs_cmake
+
+EDIT = ("int main() {", 'int main() {\n    std::puts("carried by the fork");')
+
+
+def fork_patch(tmp_path: Path, upstream: Path, old: str, new: str) -> Path:
+    work = tmp_path / "work"
+    git.run(["clone", "--quiet", str(upstream), str(work)])
+    server = work / "tools/server/server.cpp"
+    server.write_text(server.read_text().replace(old, new))
+    env = {"GIT_AUTHOR_NAME": "Fork Dev", "GIT_AUTHOR_EMAIL": "dev@fork.invalid",
+           "GIT_COMMITTER_NAME": "Fork Dev", "GIT_COMMITTER_EMAIL": "dev@fork.invalid"}
+    git.run(["commit", "--quiet", "-am", "server: say hello"], cwd=work, env=env)
+    patch = tmp_path / "hello.patch"
+    patch.write_text(git.run(["format-patch", "-1", "--stdout"], cwd=work) + "\n")
+    return patch
+
+
+def test_apply_then_build_in_one_report(tmp_path):
+    upstream = copy_project(tmp_path)
+    commit = git_tree(upstream)
+    patch = fork_patch(tmp_path, upstream, *EDIT)
+    project = Project.load(write_project(tmp_path / "fork", str(upstream), [patch],
+                                         extra=f"recipes: {REPO_RECIPES}\n"))
+    report = run_apply(project, ApplyOptions(build=("cpu",)))
+    assert report.exit_code == 0 and report.patches[0].verdict.value == "clean"
+    (result,) = report.builds.results
+    assert result.status.value == "ok"
+    assert report.builds.defines["LLAMA_BUILD_COMMIT"].startswith(commit[:7])
+    server = next(a for a in result.artifacts if a.target == "llama-server")
+    assert Path(server.path).is_file()
+
+
+def test_no_build_after_a_failed_apply(tmp_path):
+    upstream = copy_project(tmp_path)
+    git_tree(upstream)
+    patch = fork_patch(tmp_path, upstream, *EDIT)
+    text = patch.read_text().replace(" int main() {", " int main(void) {")
+    patch.write_text(text)
+    project = Project.load(write_project(tmp_path / "fork", str(upstream), [patch],
+                                         extra=f"recipes: {REPO_RECIPES}\n"))
+    report = run_apply(project, ApplyOptions(build=("cpu",)))
+    assert report.builds is None and report.exit_code == 1
+    assert "builds not run: the apply needs attention first" in report.warnings

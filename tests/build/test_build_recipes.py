@@ -1,0 +1,99 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from build_helpers import MISSING_RECIPE, REPO_RECIPES, SCHEMA, patchkit, recipes_dir
+from patchkit.build.recipe import DEFAULT_VERSION_PATTERN, load_recipes, select
+from patchkit.errors import PatchkitError
+
+BACKENDS = {"cpu", "cpu-native", "blas", "cuda", "vulkan", "hip", "metal", "sycl", "opencl"}
+# Options that download or run npm at configure or build time when ON.
+OFFLINE_OFF = ("GGML_OPENMP_FETCH", "LLAMA_BUILD_UI", "LLAMA_USE_PREBUILT_UI", "LLAMA_BUILD_TESTS")
+
+
+def test_repository_recipes_are_offline_safe_and_portable() -> None:
+    recipes = load_recipes(REPO_RECIPES)
+    assert set(recipes) == BACKENDS
+    for name, recipe in recipes.items():
+        assert "LLAMA_CURL" not in recipe.options and "GGML_CUDA_F16" not in recipe.options
+        assert all(recipe.options[o] == "OFF" for o in OFFLINE_OFF), name
+        assert recipe.options["GGML_NATIVE"] == ("ON" if name == "cpu-native" else "OFF"), name
+        assert recipe.generator == "Ninja" and "llama-server" in recipe.targets
+        assert recipe.requires, f"{name} says nothing about what it needs"
+
+
+def test_requirements_carry_versions_and_libraries() -> None:
+    recipes = load_recipes(REPO_RECIPES)
+    nvcc, cublas = recipes["cuda"].requires
+    assert (nvcc.kind, nvcc.value, nvcc.minimum) == ("command", "nvcc", "12.0")
+    assert (cublas.kind, cublas.value, cublas.name) == ("library", "cublas", "cuBLAS")
+    assert recipes["hip"].requires[0].minimum == "6.1"
+    assert recipes["metal"].requires[0].kind == "platform"
+    assert {r.value for r in recipes["vulkan"].requires} >= {"glslc", "vulkan"}
+
+
+def test_minimum_without_pattern_uses_the_first_dotted_number(tmp_path: Path) -> None:
+    folder = recipes_dir(tmp_path, x="description: x\nrequires: [{command: cc, minimum: 4}]\n")
+    (req,) = load_recipes(folder)["x"].requires
+    assert (req.version, req.minimum) == (DEFAULT_VERSION_PATTERN, "4")
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("description: x\ntarget: [a]\n", "unknown key 'target'"),
+    ("description: x\ntargets: llama-server\n", "key 'targets'"),
+    ("description: x\noptions: {A: [1]}\n", "key 'options.A'"),
+    ("description: x\nrequires: [{pkg-config: vulkan}]\n", "unknown requirement 'pkg-config'"),
+    ("description: x\nrequires: [{command: cc, verison: x}]\n", "unknown key 'requires[0].verison'"),
+    ("description: x\nrequires: [{command: cc, library: m}]\n", "key 'requires[0]' needs exactly one"),
+    ("description: x\nrequires: [{command: cc, version: 'no group'}]\n", "requires[0].version"),
+    ("description: x\nrequires: [{command: cc, minimum: 'twelve'}]\n", "requires[0].minimum"),
+    ("description: x\nrequires: [{library: m, minimum: 1}]\n", "only a command has a version"),
+    ("description: x\nrequires: [{platform: beos}]\n", "unknown platform"),
+    ("options: {}\n", "'description' is a required property"),
+    ("description: [unclosed\n", "not valid YAML"),
+])
+def test_bad_recipe_names_file_and_key(tmp_path: Path, text: str, expected: str) -> None:
+    folder = recipes_dir(tmp_path, bad=text)
+    with pytest.raises(PatchkitError) as info:
+        load_recipes(folder)
+    assert str(folder / "bad.yaml") in str(info.value) and expected in str(info.value)
+    assert info.value.exit_code == 2
+
+
+def test_unknown_backend_is_a_usage_error() -> None:
+    with pytest.raises(PatchkitError, match="no recipe for backend cuda-13"):
+        select(load_recipes(REPO_RECIPES), ["cpu", "cuda-13"])
+
+
+def test_bad_recipe_exits_2_from_the_command_line(tmp_path: Path) -> None:
+    folder = recipes_dir(tmp_path, "cpu", broken="description: x\ngenerator: Unix Makefiles\n")
+    run = patchkit("build", tmp_path, "--backend", "cpu", "--recipes", folder)
+    assert run.code == 2
+    assert f"{folder / 'broken.yaml'}: key 'generator'" in run.stderr
+
+
+def test_build_needs_backends_or_all(tmp_path: Path) -> None:
+    run = patchkit("build", tmp_path, "--recipes", REPO_RECIPES)
+    assert run.code == 2 and "--backend NAME" in run.stderr
+
+
+def test_recipes_list_says_what_is_available_and_why_not(tmp_path: Path) -> None:
+    folder = recipes_dir(tmp_path, "cpu", missing=MISSING_RECIPE)
+    run = patchkit("recipes", "list", "--recipes", folder, "--json", "-")
+    data = json.loads(run.stdout)
+    jsonschema.validate(data, json.loads(SCHEMA.read_text()))
+    by_name = {r["name"]: r for r in data["recipes"]}
+    assert by_name["cpu"]["available"] is True and by_name["cpu"]["reason"] == ""
+    assert by_name["missing"]["available"] is False
+    assert "patchkit-no-such-compiler is not on PATH" in by_name["missing"]["reason"]
+    table = patchkit("recipes", "list", "--recipes", folder)
+    assert table.code == 0 and "Imaginary compiler not found" in table.stdout
+
+
+def test_define_needs_key_and_value(tmp_path: Path) -> None:
+    run = patchkit("build", tmp_path, "-b", "cpu", "--recipes", REPO_RECIPES, "-D", "GGML_NATIVE")
+    assert run.code == 2 and "expected KEY=VALUE" in run.stderr
