@@ -111,12 +111,7 @@ class Project:
     @classmethod
     def load(cls, root: Path) -> Project:
         path = root / CONFIG_NAME
-        try:
-            data = yaml.safe_load(path.read_text()) or {}
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f":{mark.line + 1}" if mark else ""
-            raise PatchkitError(f"{path}{where}: not valid YAML", "fix the syntax") from None
+        data = read_yaml(path) or {}
         if not isinstance(data, dict):
             raise PatchkitError(f"{path}: expected a mapping at the top level")
         _reject_unknown(path, data, _TOP_KEYS, "")
@@ -145,6 +140,18 @@ class Project:
             output_dir=folder("output", Path(DEFAULT_OUTPUT)),
             checks=checks,
         )
+
+
+def read_yaml(path: Path) -> Any:
+    """A YAML file's data; a read or syntax error is one line naming the file (and line)."""
+    try:
+        return yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise PatchkitError(f"{path}: cannot read it ({exc.strerror})") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark else ""
+        raise PatchkitError(f"{path}{where}: not valid YAML", "fix the syntax") from None
 
 
 def _string(path: Path, data: dict[str, Any], key: str, default: str) -> str:

@@ -10,9 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Mapping, Sequence
 
-import yaml
-
 from patchkit.errors import PatchkitError
+from patchkit.project import read_yaml
 
 if TYPE_CHECKING:
     from patchkit.project import Project
@@ -103,12 +102,7 @@ def load_recipe(path: Path) -> Recipe:
     if not _NAME_RE.match(path.stem):
         raise PatchkitError(f"{path}: recipe names are lower-case letters, digits, '-' and '_'",
                             "rename the file")
-    try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f":{mark.line + 1}" if mark else ""
-        raise PatchkitError(f"{path}{where}: not valid YAML", "fix the syntax") from None
+    data = read_yaml(path) or {}
     _validate(path, data)
     return Recipe(
         name=path.stem,

@@ -11,9 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
-import yaml
-
 from patchkit.errors import PatchkitError
+from patchkit.project import read_yaml
 from patchkit.git import validate_repo_path
 
 if TYPE_CHECKING:
@@ -50,14 +49,7 @@ class Rule:
 
 def load_rules(path: Path) -> list[Rule]:
     """The rules of a NAME.checks.yaml file: a mapping with one key, `checks`, a list of rules."""
-    try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise PatchkitError(f"{path}: cannot read rules ({exc.strerror})") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f":{mark.line + 1}" if mark else ""
-        raise PatchkitError(f"{path}{where}: not valid YAML", "fix the syntax") from None
+    data = read_yaml(path)
     if not isinstance(data, dict) or set(data) != {"checks"}:
         keys = ", ".join(map(str, data)) if isinstance(data, dict) else type(data).__name__
         raise PatchkitError(f"{path}: expected a mapping with the single key 'checks', got {keys}",

@@ -86,5 +86,5 @@ def test_load_rules_file_errors(tmp_path):
     wrong_top.write_text("rules: []\n")
     with pytest.raises(PatchkitError, match="single key 'checks', got rules"):
         load_rules(wrong_top)
-    with pytest.raises(PatchkitError, match="cannot read rules"):
+    with pytest.raises(PatchkitError, match="cannot read it"):
         load_rules(tmp_path / "missing.checks.yaml")
