@@ -60,6 +60,8 @@ SCENARIOS: tuple[Scenario, ...] = (
              "server-context-impl.cpp without a content change", RENAMED_CONTEXT),
     Scenario("members-added", "scenario/members-added", "a member was added next to spec_ckpt, "
              "inside hunk 1's leading context: fuzz or a 3-way merge is needed"),
+    Scenario("new-site", "scenario/new-site", "a new function restores the speculative "
+             "checkpoint a 7th time: the patch applies cleanly, only the site check sees it"),
 )
 
 
@@ -553,6 +555,15 @@ def _variants(layout: _Layout) -> dict[str, _Variant]:
         "renamed": _Variant(),
         "members-added": _Variant(edits=(_Edit(0, member_anchor, (
             f"{member_pad}int32_t spec_n_accepted = 0;", member_anchor)),)),
+        "new-site": _Variant(inserts={"after-rollback": list(_code("""
+            // a replayed round restores the draft model's checkpoint before drafting again
+            void replay_speculative_round(server_slot & slot) {
+                auto & ckpt = slot.spec_ckpt;
+                if (slot.ctx_dft && !ckpt.empty()) {
+                    ckpt.load_dft(slot.ctx_dft, slot.id, LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY);
+                }
+            }
+            """, 4) + ("",))}),
     }
 
 

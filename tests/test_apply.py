@@ -276,3 +276,21 @@ def test_status_shows_queue_lock_and_last_result(project):
     assert patch["files"] == [SERVER_CONTEXT] and patch["hunks"] == 6
     assert patch["forwarded"] == "not-needed" and patch["locked"] and patch["last_verdict"] == "clean"
     assert data["last_run"]["ref"] == "b1000"
+
+
+def test_checks_run_on_the_result_and_pass_six_and_four(project):
+    report = apply(project, "HEAD", check=True)
+    assert report.checks.passed and report.exit_code == 0
+    assert {r.id: (r.expected, r.found) for r in report.checks.rules} == {
+        "speculative-checkpoints-on-device": (6, 6), "prompt-cache-checkpoints-on-host": (4, 4)}
+
+
+def test_a_clean_apply_with_a_new_unpatched_site_fails_its_check(project):
+    """The failure no line-based tool sees: upstream added a call the patch knows nothing of."""
+    report = apply(project, "scenario/new-site", check=True, update_lock=True)
+    assert report.patches[0].verdict is Verdict.CLEAN and report.exit_code == 1
+    rule = next(r for r in report.checks.rules if r.id == "speculative-checkpoints-on-device")
+    assert (rule.expected, rule.found, rule.passed) == (6, 7, False)
+    (new,) = [s for s in rule.sites if s.status.value == "missing-flag"]
+    assert new.function.endswith("replay_speculative_round") and new.call == "ckpt.load_dft(...)"
+    assert not report.lock_updated and report.bases_recorded == 0 and project.lock() is None
