@@ -43,6 +43,6 @@ def run_demo(project: Project, folder: Path) -> DemoResult:
     head = run_apply(demo_project, ApplyOptions(spec="upstream@HEAD"))
     tour = tuple(
         (scenario, run_apply(demo_project, ApplyOptions(spec=f"upstream@{scenario.ref}",
-                                                        output=folder / "tour", check=False)))
+                                                        output=folder / "tour")))
         for scenario in SCENARIOS if scenario.name != "master")
     return DemoResult(folder, fork, head, tour)
