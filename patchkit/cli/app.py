@@ -48,8 +48,9 @@ def console(stderr: bool = False):  # -> rich.console.Console; rich is imported 
     from rich.console import Console
 
     # rich already honours NO_COLOR and plain output when not on a terminal.
-    return Console(stderr=stderr, highlight=False, soft_wrap=False,
-                   width=None if sys.stdout.isatty() else 120)
+    # Off a terminal rich assumes 80 columns; CI logs read better wider (COLUMNS still wins).
+    wide = None if sys.stdout.isatty() or "COLUMNS" in os.environ else 120
+    return Console(stderr=stderr, highlight=False, soft_wrap=False, width=wide)
 
 
 def emit(reports: dict[Optional[str], Callable[[], str]], terminal: Callable[[], None]) -> None:

@@ -13,7 +13,7 @@ def render_terminal(result: DemoResult, console) -> None:
     render_apply(result.head, console)
     table = Table(title="2. The same queue on each scenario branch", title_justify="left")
     for column in ("upstream ref", "what upstream did", "verdict", "hunks", "site checks"):
-        table.add_column(column)
+        table.add_column(column, no_wrap=column != "what upstream did")
     for scenario, report in result.tour:
         (patch, *_) = report.patches
         table.add_row(scenario.ref, scenario.description, f"[{STYLE[patch.verdict]}]{patch.verdict.value}[/]",
