@@ -272,6 +272,7 @@ def test_status_shows_queue_lock_and_last_result(project):
     apply(project, "b1000", update_lock=True)
     proc = run_cli("status", "--json", "-", cwd=project.root)
     data = json.loads(proc.stdout)
+    assert_matches_schema(data)
     (patch,) = data["patches"]
     assert patch["files"] == [SERVER_CONTEXT] and patch["hunks"] == 6
     assert patch["forwarded"] == "not-needed" and patch["locked"] and patch["last_verdict"] == "clean"
