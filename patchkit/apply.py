@@ -199,12 +199,14 @@ def apply_file(fc: FileChange, current: bytes, bases: BaseSource, fuzz: int) -> 
             continue
         near = ladder.nearest(h, lines, index)
         prior = verdicts.get(h.index)
-        detail = prior.detail if prior else "context does not match and no 3-way base is known"
+        verdict, detail = Verdict.CONFLICT, prior.detail if prior else "context does not match and no 3-way base is known"
         if fuzzed.ambiguous:
-            detail = "with fuzz the hunk matches in several places; refusing to guess"
+            verdict, detail = Verdict.AMBIGUOUS, "with fuzz the hunk matches in several places; refusing to guess"
+        elif not h.old_lines:
+            verdict, detail = Verdict.AMBIGUOUS, ("the hunk has no context lines, so no place can be "
+                                                  "verified; re-export the patch with context")
         verdicts[h.index] = HunkVerdict(
-            fc.path, h.index, Verdict.AMBIGUOUS if fuzzed.ambiguous else Verdict.CONFLICT,
-            h.old_start, detail=detail,
+            fc.path, h.index, verdict, h.old_start, detail=detail,
             nearest_line=near[0] + 1 if near else None, nearest=near[1] if near else ())
 
     ordered = [verdicts[h.index] for h in fc.hunks]
@@ -370,7 +372,8 @@ def fast_import(mirror: Mirror, revision: Revision, applied: list[_Applied], ref
     out += b"done\n"
     with tempfile.TemporaryDirectory(prefix="patchkit-import-") as tmp:
         marks = Path(tmp) / "marks"
-        git.run(["fast-import", "--quiet", "--done", f"--export-marks={marks}"],
+        # --force: a rerun after upstream moved replaces the previous result, it does not extend it
+        git.run(["fast-import", "--quiet", "--force", "--done", f"--export-marks={marks}"],
                 cwd=mirror.path, input=bytes(out))
         ids = dict(line.split() for line in marks.read_text().splitlines()) if applied else {}
     return [ids[f":{mark}"] for mark in range(1, len(applied) + 1)]
@@ -382,28 +385,43 @@ def _quote(path: str) -> str:
     return path
 
 
-def materialise(output: Path, mirror: Mirror, revision: Revision, result_ref: str, tip: str,
-                force: bool) -> None:
-    """Check the result out as branch `revision.branch_name` in the output repository.
-
-    A tree with uncommitted changes to tracked files is never overwritten unless FORCE.
-    """
-    branch = revision.branch_name
-    _validate_branch(branch)
-    if output.exists() and any(output.iterdir()) and not (output / ".git").exists():
+def check_output(output: Path, project_root: Path, force: bool) -> None:
+    """Refuse, before any work, an output folder that patchkit must not overwrite."""
+    if output == project_root or output in project_root.parents:
+        raise PatchkitError(f"output {output} would replace the fork repository itself",
+                            "give the patched tree a folder of its own, such as ./llama.cpp")
+    if output.exists() and not output.is_dir():
+        raise PatchkitError(f"output {output} is not a folder", "give a folder with -o")
+    if not output.exists() or not any(output.iterdir()):
+        return
+    if not (output / ".git").exists():
         raise PatchkitError(f"{output} exists and is not a git repository",
                             "choose another folder with -o, or remove it")
+    if force:
+        return
+    made_by_patchkit = git.run(["rev-parse", "--verify", "--quiet", "refs/patchkit/upstream"],
+                               cwd=output, check=False)
+    if not made_by_patchkit and git.run(["rev-parse", "--verify", "--quiet", "HEAD"], cwd=output, check=False):
+        raise PatchkitError(f"{output} is a git repository patchkit did not create",
+                            "choose another folder with -o, or rerun with --force to take it over")
+    dirty = git.run(["status", "--porcelain", "--untracked-files=no"], cwd=output, check=False)
+    if dirty:
+        files = ", ".join(line[3:] for line in dirty.splitlines()[:3])
+        raise PatchkitError(f"{output} has uncommitted changes ({files})",
+                            "commit or stash them, or rerun with --force to discard them")
+
+
+def materialise(output: Path, mirror: Mirror, revision: Revision, result_ref: str, tip: str,
+                force: bool) -> None:
+    """Check the result out as branch `revision.branch_name` in the output repository
+    (which `check_output` has vetted)."""
+    branch = revision.branch_name
+    _validate_branch(branch)
     if not (output / ".git").exists():
         output.parent.mkdir(parents=True, exist_ok=True)
         # --local hardlinks the mirror's objects: seconds instead of minutes for llama.cpp.
         git.run(["clone", "--quiet", "--local", "--no-checkout", "--", str(mirror.path), str(output)])
         git.run(["remote", "set-url", "origin", mirror.url], cwd=output)
-    elif not force:
-        dirty = git.run(["status", "--porcelain", "--untracked-files=no"], cwd=output, check=False)
-        if dirty:
-            files = ", ".join(line[3:] for line in dirty.splitlines()[:3])
-            raise PatchkitError(f"{output} has uncommitted changes ({files})",
-                                "commit or stash them, or rerun with --force to discard them")
     git.run(["fetch", "--quiet", "--no-tags", "--", str(mirror.path), f"+{result_ref}:{result_ref}"],
             cwd=output)
     try:

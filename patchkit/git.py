@@ -13,6 +13,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 from patchkit.errors import EnvironmentProblem, PatchkitError
 
@@ -76,14 +77,30 @@ def run(
     return proc.stdout.decode(errors="surrogateescape").removesuffix("\n")
 
 
-def run_bytes(args: list[str], cwd: Path | str | None = None, *, input: bytes | None = None) -> bytes:
-    proc = subprocess.run(
-        [git_executable(), *args], cwd=cwd, input=input, env=git_env(),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )
-    if proc.returncode != 0:
-        raise GitFailed(args, proc.returncode, proc.stderr.decode(errors="replace"))
-    return proc.stdout
+def stream_stderr(args: list[str], cwd: Path | str | None = None) -> Iterator[str]:
+    """Run `git ARGS`, yielding its stderr line by line as it comes (progress uses CR too).
+
+    Raises GitFailed, with the last lines, if git fails.
+    """
+    proc = subprocess.Popen([git_executable(), *args], cwd=cwd, env=git_env(),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert proc.stderr
+    tail: list[str] = []
+    buf = b""
+    while chunk := proc.stderr.read1(4096):
+        *lines, buf = re.split(rb"[\r\n]", buf + chunk)
+        for line in (raw.decode(errors="replace") for raw in lines if raw.strip()):
+            tail = (tail + [line])[-5:]
+            yield line
+    if buf.strip():
+        tail.append(buf.decode(errors="replace"))
+    if proc.wait() != 0:
+        raise GitFailed(args, proc.returncode, "\n".join(tail))
+
+
+def is_url(location: str) -> bool:
+    """A URL git fetches over a transport (scheme:// or scp-like user@host:path), not a path."""
+    return bool(re.match(r"^[a-z][a-z0-9+.-]*://", location) or re.match(r"^[\w.-]+@[\w.-]+:", location))
 
 
 def validate_ref(ref: str, what: str = "ref") -> str:
@@ -99,9 +116,10 @@ def validate_ref(ref: str, what: str = "ref") -> str:
 def validate_repo_path(path: str) -> str:
     """A path inside a repository as written in a patch: relative, with no '..' component."""
     parts = path.split("/")
-    if path.startswith("/") or ".." in parts or "" in parts or path.startswith("-") or "\0" in path:
+    if path.startswith("/") or ".." in parts or "" in parts or path.startswith("-") or "\0" in path \
+            or any(part.lower() == ".git" for part in parts):
         raise PatchkitError(f"unsafe path {path!r} in patch",
-                            "paths must be relative to the tree root and may not contain '..'")
+                            "paths must be relative to the tree root, without '..' or '.git'")
     return path
 
 

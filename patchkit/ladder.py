@@ -75,9 +75,12 @@ def _unique(found: list[int], hunk: Hunk, lines: Lines) -> tuple[int | None, tup
 
 
 def find_exact(hunk: Hunk, lines: Lines) -> Place | None:
-    """The pre-image at the line the hunk records."""
-    start = hunk.old_start - 1 if hunk.old_lines else hunk.old_start
-    if tuple(lines[start:start + len(hunk.old_lines)]) == hunk.old_lines and 0 <= start <= len(lines):
+    """The pre-image at the line the hunk records.
+
+    A hunk without any old line (`diff -U0` insertion) has nothing to compare: never placed here.
+    """
+    start = hunk.old_start - 1
+    if hunk.old_lines and tuple(lines[start:start + len(hunk.old_lines)]) == hunk.old_lines:
         return Place(start, len(hunk.old_lines), hunk.new_lines)
     return None
 

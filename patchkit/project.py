@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -12,15 +14,17 @@ import yaml
 
 from patchkit import __version__
 from patchkit.errors import PatchkitError
-from patchkit.report import atomic_write
+from patchkit.fileio import atomic_write
 
 CONFIG_NAME = "patchkit.yaml"
 LOCK_NAME = "patchkit.lock"
 STATE_DIR = ".patchkit"
+LAST_REPORT = "last-apply.json"
 DEFAULT_UPSTREAM = "https://github.com/ggml-org/llama.cpp.git"
 DEFAULT_BRANCH = "master"
 DEFAULT_OUTPUT = "llama.cpp"
 
+_OBJECT_ID = re.compile(r"^[0-9a-f]{40}$")
 _TOP_KEYS = {"upstream", "patches", "recipes", "cache", "output", "checks"}
 _UPSTREAM_KEYS = {"url", "branch"}
 
@@ -46,13 +50,16 @@ class Lock:
             return None
         try:
             data = json.loads(path.read_text())
-            return cls(upstream_url=data["upstream"]["url"],
+            lock = cls(upstream_url=data["upstream"]["url"],
                        upstream_commit=data["upstream"]["commit"],
                        patches=dict(data["patches"]), tree=data["tree"],
                        tool_version=data.get("tool-version", ""))
+            if not (_OBJECT_ID.match(lock.upstream_commit) and _OBJECT_ID.match(lock.tree)):
+                raise ValueError("upstream.commit and tree must be full object ids")
         except (ValueError, KeyError, TypeError) as exc:
             raise PatchkitError(f"{path}: not a valid lock file ({exc})",
-                                "restore it from git or rerun `patchkit apply --update-lock`")
+                                "restore it from git or rerun `patchkit apply --update-lock`") from None
+        return lock
 
     def write(self, path: Path) -> None:
         data = {"upstream": {"url": self.upstream_url, "commit": self.upstream_commit},
@@ -89,6 +96,21 @@ class Project:
 
     def lock(self) -> Lock | None:
         return Lock.read(self.lock_path)
+
+    @property
+    def key(self) -> str:
+        """Names this project's refs in a mirror that other projects may share."""
+        return hashlib.sha256(str(self.root.resolve()).encode()).hexdigest()[:12]
+
+    def save_last_report(self, data: dict[str, Any]) -> None:
+        """The last apply's result, for `patchkit status`: local state, never committed."""
+        atomic_write(self.state_dir / LAST_REPORT, (json.dumps(data, indent=2) + "\n").encode())
+
+    def last_report(self) -> dict[str, Any] | None:
+        try:
+            return json.loads((self.state_dir / LAST_REPORT).read_text())
+        except (OSError, ValueError):
+            return None
 
     @classmethod
     def find(cls, start: Path | None = None) -> Project:

@@ -7,6 +7,8 @@ other module has to know unidiff or mail headers.
 
 from __future__ import annotations
 
+import email.errors
+import email.header
 import email.utils
 import hashlib
 import re
@@ -95,7 +97,11 @@ class Queue:
 def parse_series(series: Path) -> list[str]:
     """Patch file names in order; quilt's `-p1` option is accepted, nothing else is."""
     seen: dict[str, int] = {}
-    for lineno, raw in enumerate(series.read_text().splitlines(), 1):
+    try:
+        text = series.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise PatchkitError(f"{series}: not UTF-8 text (byte {exc.start})", "save it as UTF-8") from None
+    for lineno, raw in enumerate(text.splitlines(), 1):
         words = raw.split("#", 1)[0].split()
         if not words:
             continue
@@ -162,7 +168,7 @@ def _parse_header(header: str, path: Path) -> tuple[Identity, str, str]:
         while i + 1 < len(lines) and lines[i + 1][:1] in (" ", "\t") and lines[i + 1].strip():
             i += 1
             value += " " + lines[i].strip()  # folded header
-        fields.setdefault(m.group(1).lower(), value)
+        fields.setdefault(m.group(1).lower(), _decoded(value))
         i += 1
     message = "\n".join(lines[i:])
     message = re.split(r"^---\s*$", message, maxsplit=1, flags=re.M)[0].strip("\n")
@@ -179,6 +185,14 @@ def _parse_header(header: str, path: Path) -> tuple[Identity, str, str]:
     if not subject:
         raise PatchkitError(f"{path}: no Subject", "add a Subject: line naming what the patch does")
     return Identity(name, addr, _git_date(fields.get("date"), path)), subject, message.strip()
+
+
+def _decoded(value: str) -> str:
+    """git format-patch writes non-ASCII names and subjects as RFC 2047 words (=?UTF-8?q?...?=)."""
+    try:
+        return str(email.header.make_header(email.header.decode_header(value)))
+    except (UnicodeDecodeError, LookupError, email.errors.HeaderParseError):
+        return value
 
 
 def _git_date(value: str | None, path: Path) -> str:
@@ -213,7 +227,7 @@ def _parse_diff(diff: str, path: Path, first_line: int) -> tuple[FileChange, ...
     except UnidiffParseError as exc:
         line = first_line + _failing_hunk_line(diff)
         raise PatchkitError(f"{path}:{line}: malformed or truncated patch ({exc})",
-                            "re-export the patch; if it was copied from a web page, use `patchkit import --repair`") from None
+                            "re-export it with git format-patch (patches copied from web pages lose lines)") from None
     changes = []
     for pf in patch_set:
         info = str(pf.patch_info)

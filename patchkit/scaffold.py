@@ -9,7 +9,7 @@ import yaml
 from patchkit.errors import PatchkitError
 from patchkit.git import validate_ref
 from patchkit.project import CONFIG_NAME, DEFAULT_OUTPUT, STATE_DIR
-from patchkit.report import atomic_write
+from patchkit.fileio import atomic_write
 
 SERIES_HEADER = "# Patch queue, applied in this order (quilt-compatible): one file name per line.\n"
 IGNORED = (f"{STATE_DIR}/", f"/{DEFAULT_OUTPUT}/")

@@ -7,7 +7,6 @@ from typing import Any
 
 from patchkit.project import Lock, Project
 from patchkit.queue import Queue
-from patchkit.workflow import last_report
 
 
 @dataclass(frozen=True)
@@ -32,7 +31,7 @@ class QueueStatus:
     @classmethod
     def gather(cls, project: Project, queue: Queue) -> QueueStatus:
         lock = project.lock()
-        last = last_report(project)
+        last = project.last_report()
         verdicts = {p["name"]: p["verdict"] for p in last["patches"]} if last else {}
         patches = tuple(
             PatchStatus(p.name, p.subject, tuple(p.touched_paths),

@@ -13,7 +13,6 @@ import hashlib
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,7 +55,7 @@ class Mirror:
 
     @classmethod
     def open(cls, project: Project, url_override: str | None = None) -> Mirror:
-        url = normalise_url(url_override) if url_override else project.upstream_url
+        url = normalise_url(url_override) if url_override else absolute_location(project.upstream_url, project.root)
         lock = project.lock()
         key = hashlib.sha256(url.encode()).hexdigest()[:12]
         slug = re.sub(r"[^A-Za-z0-9]+", "-", url.rstrip("/").rsplit("/", 1)[-1]).strip("-")
@@ -97,21 +96,17 @@ class Mirror:
             shutil.rmtree(tmp, ignore_errors=True)
 
     def _fetch_into(self, repo: Path, progress: Progress | None) -> None:
-        args = [git.git_executable(), "fetch", "--progress", "--prune", "--no-write-fetch-head",
-                "--", self.url, *_FETCH_REFSPECS]
-        proc = subprocess.Popen(args, cwd=repo, env=git.git_env(), stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE)
-        assert proc.stderr
-        tail: list[str] = []
-        for line in _progress_lines(proc.stderr):
-            tail = (tail + [line])[-5:]
-            if progress:
-                progress(line)
-        if proc.wait() != 0:
-            detail = next((t for t in reversed(tail) if "fatal" in t or "error" in t), tail[-1] if tail else "")
+        args = ["fetch", "--progress", "--prune", "--no-write-fetch-head", "--", self.url, *_FETCH_REFSPECS]
+        try:
+            for line in git.stream_stderr(args, cwd=repo):
+                if progress:
+                    progress(line)
+        except git.GitFailed as exc:
+            lines = exc.stderr.splitlines()
+            detail = next((t for t in reversed(lines) if "fatal" in t or "error" in t), lines[-1] if lines else "")
             raise EnvironmentProblem(
                 f"cannot fetch upstream {self.url}: {detail.strip()}",
-                "check the network, or use --upstream with a local mirror (a path or file:// URL)")
+                "check the network, or use --upstream with a local mirror (a path or file:// URL)") from None
 
     def resolve(self, spec: str, *, fetch: bool = True, progress: Progress | None = None,
                 warn: Callable[[str], None] | None = None) -> Revision:
@@ -190,25 +185,19 @@ class Mirror:
 
 
 def normalise_url(url_or_path: str) -> str:
-    """`--upstream` takes a URL or a local path; git wants an absolute path for the latter."""
+    """`--upstream`: a URL, or a path that must exist (a typo is bad input, not a network error)."""
     if url_or_path.startswith("-"):
         raise PatchkitError(f"invalid --upstream {url_or_path!r}", "give a URL or a path")
-    if re.match(r"^[a-z][a-z0-9+.-]*://", url_or_path) or re.match(r"^[\w.-]+@[\w.-]+:", url_or_path):
+    location = absolute_location(url_or_path, Path.cwd())
+    if not git.is_url(location) and not Path(location).exists():
+        raise PatchkitError(f"--upstream {url_or_path}: no such path", "give an existing repository path or a URL")
+    return location
+
+
+def absolute_location(url_or_path: str, base: Path) -> str:
+    """A URL as it is; a local path made absolute against BASE, since git fetches from inside the
+    mirror and the same upstream must always key the same mirror."""
+    if git.is_url(url_or_path):
         return url_or_path
     path = Path(url_or_path).expanduser()
-    if not path.exists():
-        raise EnvironmentProblem(f"--upstream {url_or_path}: no such path", "give an existing repository path or a URL")
-    return str(path.resolve())
-
-
-def _progress_lines(stream) -> Iterator[str]:
-    """git writes progress with carriage returns; split on both CR and LF."""
-    buf = b""
-    while chunk := stream.read1(4096) if hasattr(stream, "read1") else stream.read(4096):
-        buf += chunk
-        *lines, buf = re.split(rb"[\r\n]", buf)
-        for line in lines:
-            if line.strip():
-                yield line.decode(errors="replace")
-    if buf.strip():
-        yield buf.decode(errors="replace")
+    return str((base / path).resolve())

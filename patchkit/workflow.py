@@ -6,20 +6,16 @@ results, whether the run was good enough to record 3-way bases and the lock.
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
 from patchkit import __version__, git
-from patchkit.apply import Applier, PatchResult, Verdict, fast_import, materialise
+from patchkit.apply import Applier, PatchResult, Verdict, check_output, fast_import, materialise
 from patchkit.project import Lock, Project
 from patchkit.queue import Queue
-from patchkit.report import atomic_write, plain
+from patchkit.report import plain
 from patchkit.upstream import Mirror
-
-LAST_REPORT = "last-apply.json"
-
 
 @dataclass(frozen=True)
 class ApplyOptions:
@@ -49,13 +45,13 @@ class ApplyReport:
     lock_updated: bool = False
     bases_recorded: int = 0
     warnings: tuple[str, ...] = ()
+    passed: bool = field(init=False)  # a field, not a property, so the JSON report carries it
 
-    @property
-    def passed(self) -> bool:
+    def __post_init__(self) -> None:
         """Nothing needs a human: every patch good, every check and build passed."""
-        return (all(p.good for p in self.patches)
-                and (self.checks is None or self.checks.passed)
-                and (self.builds is None or self.builds.exit_code() == 0))
+        object.__setattr__(self, "passed", all(p.good for p in self.patches)
+                           and (self.checks is None or self.checks.passed)
+                           and (self.builds is None or self.builds.exit_code() == 0))
 
     @property
     def exit_code(self) -> int:
@@ -74,7 +70,8 @@ class Hooks:
 def run_apply(project: Project, options: ApplyOptions, hooks: Hooks = Hooks()) -> ApplyReport:
     queue = Queue.load(project)
     mirror = Mirror.open(project, options.upstream)
-    output = options.output or project.output_dir
+    output = (options.output or project.output_dir).resolve()
+    check_output(output, project.root.resolve(), options.force)
     warnings: list[str] = []
 
     def warn(message: str) -> None:
@@ -88,7 +85,7 @@ def run_apply(project: Project, options: ApplyOptions, hooks: Hooks = Hooks()) -
             applier = Applier(mirror, revision, reader, options.fuzz)
             applied = [applier.apply(patch) for patch in queue.patches]
             committed = [a for a in applied if a.changes]
-            result_ref = f"refs/patchkit/results/{revision.branch_name}"
+            result_ref = f"refs/patchkit/results/{project.key}/{revision.branch_name}"
             ids = dict(zip((a.patch.name for a in committed),
                            fast_import(mirror, revision, committed, result_ref)))
             results = tuple(replace(a.result, commit=ids.get(a.patch.name)) for a in applied)
@@ -107,7 +104,7 @@ def run_apply(project: Project, options: ApplyOptions, hooks: Hooks = Hooks()) -
             warn("builds not run: the apply needs attention first")
         report = _record(project, mirror, report, options.update_lock, warn)
     report = replace(report, warnings=tuple(warnings))
-    _save_last(project, report)
+    project.save_last_report(plain(report))
     return report
 
 
@@ -144,17 +141,3 @@ def _run_builds(project: Project, tree: Path, backends: tuple[str, ...], hooks: 
     from patchkit.build import build_backends
 
     return build_backends(project, tree, list(backends), progress=hooks.build_progress)
-
-
-def _save_last(project: Project, report: ApplyReport) -> None:
-    """The last result, for `patchkit status`; local state, never committed."""
-    if project.state_dir.parent.exists():
-        atomic_write(project.state_dir / LAST_REPORT, (json.dumps(plain(report), indent=2) + "\n").encode())
-
-
-def last_report(project: Project) -> dict[str, Any] | None:
-    path = project.state_dir / LAST_REPORT
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None

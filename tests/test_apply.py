@@ -295,3 +295,95 @@ def test_a_clean_apply_with_a_new_unpatched_site_fails_its_check(project):
     (new,) = [s for s in rule.sites if s.status.value == "missing-flag"]
     assert new.function.endswith("replay_speculative_round") and new.call == "ckpt.load_dft(...)"
     assert not report.lock_updated and report.bases_recorded == 0 and project.lock() is None
+
+
+def test_rerun_after_upstream_moves_and_after_the_queue_changes(tmp_path, upstream):
+    source = tmp_path / "upstream"
+    git.run(["clone", "--quiet", "--bare", str(upstream.path), str(source)])
+    project = Project.load(write_project(tmp_path / "fork", str(source)))
+    first = apply(project, "HEAD")
+    work = tmp_path / "work"
+    git.run(["clone", "--quiet", str(source), str(work)])
+    (work / "NEWS").write_text("upstream moved on\n")
+    git.run(["add", "NEWS"], cwd=work)
+    git.run(["commit", "--quiet", "-m", "news"], cwd=work, env={
+        "GIT_AUTHOR_NAME": "U", "GIT_AUTHOR_EMAIL": "u@x", "GIT_COMMITTER_NAME": "U", "GIT_COMMITTER_EMAIL": "u@x"})
+    git.run(["push", "--quiet", "origin", "master"], cwd=work)
+    moved = apply(project, "HEAD")
+    assert moved.exit_code == 0 and moved.upstream_commit != first.upstream_commit
+    assert (project.output_dir / "NEWS").exists() and git.run(["rev-parse", "HEAD"], cwd=project.output_dir) == moved.tip
+    (project.patches_dir / "series").write_text("")
+    emptied = apply(project, "HEAD")
+    assert emptied.patches == () and emptied.tip == emptied.upstream_commit
+
+
+def test_mime_encoded_author_and_subject_are_decoded(tmp_path, upstream):
+    text = seed_patch_path().read_text()
+    text = text.replace("From: Mike Lothian <mike@fireburn.co.uk>", "From: =?UTF-8?q?J=C3=B6rg=20=C3=9Cmlaut?= <j@example.org>")
+    text = text.replace("Subject: [PATCH] server : keep", "Subject: [PATCH] =?UTF-8?q?server=20:=20caf=C3=A9?= keep")
+    patch = tmp_path / "mime.patch"
+    patch.write_text(text)
+    project = Project.load(write_project(tmp_path / "fork", str(upstream.path), [patch]))
+    report = apply(project, "b1000")
+    assert git.run(["log", "-1", "--format=%an|%s"], cwd=project.output_dir) == \
+        "Jörg Ümlaut|server : café keep speculative checkpoints on device"
+    assert report.exit_code == 0
+
+
+@pytest.mark.parametrize("target, message", [
+    (".", "would replace the fork repository itself"),
+    ("..", "would replace the fork repository itself"),
+    ("a-file", "is not a folder"),
+    ("foreign", "a git repository patchkit did not create"),
+])
+def test_output_folders_patchkit_must_not_take(project, target, message):
+    (project.root / "a-file").write_text("keep\n")
+    foreign = project.root / "foreign"
+    git.run(["init", "--quiet", str(foreign)])
+    (foreign / "mine.txt").write_text("mine\n")
+    git.run(["add", "mine.txt"], cwd=foreign)
+    git.run(["commit", "--quiet", "-m", "mine"], cwd=foreign, env={
+        "GIT_AUTHOR_NAME": "U", "GIT_AUTHOR_EMAIL": "u@x", "GIT_COMMITTER_NAME": "U", "GIT_COMMITTER_EMAIL": "u@x"})
+    with pytest.raises(PatchkitError, match=message):
+        apply(project, "HEAD", output=(project.root / target))
+    assert (project.root / "a-file").read_text() == "keep\n"
+    assert git.run(["rev-parse", "--abbrev-ref", "HEAD"], cwd=foreign) == "master"
+
+
+@pytest.mark.parametrize("option", ["--json", "--junit", "--markdown"])
+def test_unwritable_report_targets_fail_before_any_work(tmp_path, upstream, option):
+    root = write_project(tmp_path / "fork", str(upstream.path))
+    (root / "a-folder").mkdir()
+    (root / "a-file").write_text("x\n")
+    for target in ("a-folder", "a-file/report.json"):
+        proc = run_cli("apply", "--no-check", option, target, cwd=root)
+        assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert not (root / "llama.cpp").exists() and not (root / "cache").exists()
+
+
+def test_written_files_get_ordinary_permissions(project):
+    apply(project, "b1000", update_lock=True)
+    assert project.lock_path.stat().st_mode & 0o777 == 0o666 & ~current_umask()
+
+
+def current_umask() -> int:
+    import os
+
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def test_a_relative_upstream_path_in_patchkit_yaml(tmp_path, upstream):
+    import os
+
+    root = write_project(tmp_path / "fork", os.path.relpath(upstream.path, tmp_path / "fork"))
+    report = apply(Project.load(root), "b1000")
+    assert report.exit_code == 0 and report.upstream_url == str(upstream.path)
+
+
+def test_a_lock_with_a_symbolic_commit_is_refused(project):
+    project.lock_path.write_text(json.dumps({"upstream": {"url": "x", "commit": "master~2"},
+                                             "patches": {}, "tree": "0" * 40}))
+    with pytest.raises(PatchkitError, match="not a valid lock file"):
+        apply(project, "locked")

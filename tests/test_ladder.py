@@ -114,3 +114,11 @@ def test_funcname_follows_gits_default_rule():
     lines = ["struct s {", "    int x;", "private:", "    void f();", "    int y;"]
     assert ladder.funcname_at(lines, 4) == "private:"
     assert ladder.funcname_at(lines, 1) == "struct s {"
+
+
+def test_a_hunk_without_context_is_never_placed_by_line_number():
+    """`git diff -U0` insertions carry no old line: the recorded number alone proves nothing."""
+    bare = Hunk(1, 3, 4, "", (), ("    added();\n",), 0, 0)
+    verdict, content = run(bare, filler(2, "new") + ["void f() {", *BLOCK, "}"])
+    assert verdict.verdict is Verdict.AMBIGUOUS and content is None
+    assert "no context lines" in verdict.detail

@@ -137,3 +137,15 @@ def test_unreachable_upstream_is_exit_3_with_a_hint(tmp_path):
     assert proc.returncode == 3, proc.stderr
     assert "cannot fetch upstream" in proc.stderr and "--upstream" in proc.stderr
     assert not (root / "llama.cpp").exists()
+
+
+def test_paths_into_dot_git_are_refused(tmp_path):
+    with pytest.raises(PatchkitError, match="unsafe path '.git/hooks/post-checkout'"):
+        read_patch(write(tmp_path, SIMPLE.format(path=".git/hooks/post-checkout")))
+
+
+def test_a_series_that_is_not_utf8(tmp_path):
+    series = tmp_path / "series"
+    series.write_bytes(b"caf\xe9.patch\n")
+    with pytest.raises(PatchkitError, match="not UTF-8"):
+        parse_series(series)

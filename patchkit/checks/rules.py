@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from patchkit.project import Project
     from patchkit.queue import Patch
 
-_HINT = "see 'Site checks' in docs/DESIGN.md for the rule keys"
+_HINT = "see 'Site checks' in patchkit's README for the rule keys"
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _KEYS = ("id", "class", "file", "calls", "receiver", "flags-arg", "require-flag", "forbid-flag",

@@ -18,12 +18,24 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-# Exit codes (DESIGN.md): 0 all good, 1 needs attention, 2 bad input, 3 environment.
-EXIT_OK, EXIT_ATTENTION = 0, 1
+def _writable(target: Optional[str]) -> Optional[str]:
+    """Report targets are checked while parsing, so a bad one fails before any work is done."""
+    from patchkit.fileio import ensure_writable
 
-JsonOpt = typer.Option(None, "--json", metavar="FILE", help="Write the JSON report to FILE ('-' for stdout).")
-MarkdownOpt = typer.Option(None, "--markdown", metavar="FILE", help="Write a Markdown report to FILE.")
-JunitOpt = typer.Option(None, "--junit", metavar="FILE", help="Write a JUnit XML report to FILE.")
+    ensure_writable(target)
+    return target
+
+
+def report_option(flag: str, what: str):
+    return typer.Option(None, flag, metavar="FILE", callback=_writable, help=f"Write {what} to FILE.")
+
+
+JsonOpt = report_option("--json", "the JSON report ('-' for stdout)")
+MarkdownOpt = report_option("--markdown", "a Markdown report")
+JunitOpt = report_option("--junit", "a JUnit XML report")
+UpstreamOpt = typer.Option(None, "--upstream", metavar="URL_OR_PATH",
+                           help="Use this upstream for one run (a path or file:// works).")
+NoFetchOpt = typer.Option(False, "--no-fetch", help="Use the mirror as it is, without fetching.")
 
 _state = {"quiet": False, "verbose": False}
 

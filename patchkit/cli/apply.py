@@ -9,7 +9,8 @@ from typing import List, Optional
 
 import typer
 
-from patchkit.cli.app import JsonOpt, JunitOpt, MarkdownOpt, app, console, emit, is_quiet, progress_display, warn
+from patchkit.cli.app import (JsonOpt, JunitOpt, MarkdownOpt, NoFetchOpt, UpstreamOpt, app, console, emit,
+                              is_quiet, progress_display, warn)
 
 
 @app.command("apply")
@@ -18,9 +19,8 @@ def apply_command(
                                help="HEAD, a branch, a tag (b7421, v0.7.0), a commit id, or locked."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", metavar="DIR",
                                           help="Output repository (default: ./llama.cpp beside patchkit.yaml)."),
-    upstream: Optional[str] = typer.Option(None, "--upstream", metavar="URL_OR_PATH",
-                                           help="Use this upstream for one run (a path or file:// works)."),
-    no_fetch: bool = typer.Option(False, "--no-fetch", help="Use the mirror as it is."),
+    upstream: Optional[str] = UpstreamOpt,
+    no_fetch: bool = NoFetchOpt,
     fuzz: int = typer.Option(0, "--fuzz", min=0, max=3, metavar="N",
                              help="Allow ignoring up to N context lines at each end (reported as fuzzed)."),
     force: bool = typer.Option(False, "--force", help="Overwrite uncommitted changes in the output tree."),

@@ -6,13 +6,15 @@ import re
 import sys
 from contextlib import nullcontext
 from pathlib import Path
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
 from patchkit.cli.app import JsonOpt, JunitOpt, MarkdownOpt, app, console, cwd_path, emit, is_quiet
 from patchkit.errors import PatchkitError
-from patchkit.project import Project
+
+if TYPE_CHECKING:
+    from patchkit.project import Project
 
 recipes_app = typer.Typer(name="recipes", no_args_is_help=True,
                           help="The build recipes in recipes/: what each backend needs, as presets.")
@@ -64,7 +66,7 @@ def build(
 
     if bool(backend) == all_:
         raise PatchkitError("say which backends to build", "use --backend NAME (repeatable) or --all")
-    defines, project = _defines(define), Project.find_optional()
+    defines, project = _defines(define), _project()
     live = sys.stderr.isatty() and not is_quiet()
     with render.LiveProgress(console(stderr=True)) if live else nullcontext() as progress:
         report = build_backends(project, _tree(tree, project), None if all_ else backend,
@@ -87,9 +89,9 @@ def recipes_list(recipes_dir: Optional[Path] = RecipesOpt, json_out: Optional[st
     """
     from patchkit.build import load_recipes
     from patchkit.build.probe import probe
-    from patchkit.report import build as render, to_json
+    from patchkit.report import build as render
 
-    recipes = list(load_recipes(_recipes_dir(recipes_dir, Project.find_optional())).values())
+    recipes = list(load_recipes(_recipes_dir(recipes_dir, _project())).values())
     available = {r.name: probe(r) for r in recipes}
     emit({json_out: lambda: render.render_recipes_json(recipes, available)},
          lambda: render.draw_recipes(recipes, available, console()))
@@ -113,12 +115,18 @@ def recipes_presets(
     from patchkit.build.presets import USER_PRESETS, presets_json
     from patchkit.report import write_output
 
-    project = Project.find_optional()
+    project = _project()
     recipes = list(load_recipes(_recipes_dir(recipes_dir, project)).values())
     target = output or str(_tree(tree, project) / USER_PRESETS)
     write_output(target, presets_json(recipes))
     if target != "-" and not is_quiet():
         console().print(f"wrote {len(recipes)} presets to {target}", markup=False)
+
+
+def _project() -> Project | None:
+    from patchkit.project import Project
+
+    return Project.find_optional()
 
 
 def _tree(tree: Optional[Path], project: Project | None) -> Path:

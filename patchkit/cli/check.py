@@ -7,11 +7,12 @@ from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
-from patchkit.cli.app import JsonOpt, JunitOpt, MarkdownOpt, app, console, emit, is_quiet, is_verbose
+from patchkit.cli.app import (JsonOpt, JunitOpt, MarkdownOpt, NoFetchOpt, UpstreamOpt, app, console, emit,
+                              is_quiet, is_verbose, progress_display, report_option, warn)
 from patchkit.errors import PatchkitError
 
 if TYPE_CHECKING:
-    from patchkit.checks import CheckReport, Rule
+    from patchkit.checks import Rule
     from patchkit.project import Project
 
 
@@ -26,14 +27,12 @@ def check_command(
     json_out: Optional[str] = JsonOpt,
     markdown: Optional[str] = MarkdownOpt,
     junit: Optional[str] = JunitOpt,
-    sarif: Optional[str] = typer.Option(None, "--sarif", metavar="FILE",
-                                        help="Write a SARIF 2.1.0 report to FILE (for code scanning)."),
+    sarif: Optional[str] = report_option("--sarif", "a SARIF 2.1.0 report (for code scanning)"),
     on_upstream: Optional[str] = typer.Option(
         None, "--on-upstream", metavar="upstream@REF",
         help="Check unpatched upstream instead, read from the mirror: does the intent already hold there?"),
-    upstream: Optional[str] = typer.Option(None, "--upstream", metavar="URL_OR_PATH",
-                                           help="Use this upstream for one run (a path or file:// works)."),
-    no_fetch: bool = typer.Option(False, "--no-fetch", help="Use the mirror as it is."),
+    upstream: Optional[str] = UpstreamOpt,
+    no_fetch: bool = NoFetchOpt,
 ) -> None:
     """Check that each patch's intent holds at its call sites (exit 1 if a rule fails).
 
@@ -43,6 +42,7 @@ def check_command(
       patchkit check --rules patches/NAME.checks.yaml ./llama.cpp --json -\n
       patchkit check --on-upstream upstream@HEAD
     """
+    from patchkit.checks.targets import check_directory, check_upstream
     from patchkit.report import check as render
     from patchkit.report import to_json
 
@@ -53,16 +53,12 @@ def check_command(
     rules = _rules(rules_files, project)
     if on_upstream:
         assert project is not None
-        report, root = _check_upstream(project, rules, on_upstream, upstream, not no_fetch), None
+        root = None
+        with progress_display(f"fetching {upstream or project.upstream_url}") as progress:
+            report = check_upstream(project, rules, on_upstream, upstream, not no_fetch, progress, warn)
     else:
-        if tree is None:
-            assert project is not None
-            tree = project.output_dir
-        root = tree.resolve()
-        if not root.is_dir():
-            raise PatchkitError(f"{root}: no such directory",
-                                "run `patchkit apply` first, or name the tree to check")
-        report = _check_tree(rules, root)
+        root = (tree or project.output_dir).resolve()
+        report = check_directory(rules, root)
 
     def terminal() -> None:
         out = console()
@@ -95,30 +91,3 @@ def _rules(files: Optional[List[Path]], project: Project | None) -> list[Rule]:
 
     assert project is not None
     return queue_rules(project, Queue.load(project).patches)
-
-
-def _check_tree(rules: list[Rule], root: Path) -> CheckReport:
-    from patchkit.checks import run_checks
-
-    def read(path: str) -> bytes | None:
-        file = root / path
-        return file.read_bytes() if file.is_file() else None
-
-    return run_checks(rules, read, target=str(root))
-
-
-def _check_upstream(project: Project, rules: list[Rule], spec: str, url: str | None,
-                    fetch: bool) -> CheckReport:
-    """The rules on upstream's own tree, read as git objects from the mirror (no checkout)."""
-    from patchkit.checks import run_checks
-    from patchkit.cli.app import progress_display, warn
-    from patchkit.upstream import Mirror, parse_spec
-
-    parse_spec(spec)  # a bad ref fails before any fetch
-    mirror = Mirror.open(project, url)
-    with mirror.locked():
-        with progress_display(f"fetching {mirror.url}") as progress:
-            revision = mirror.resolve(spec, fetch=fetch, progress=progress, warn=warn)
-        with mirror.reader() as reader:
-            return run_checks(rules, lambda path: reader.read(revision.commit, path),
-                              target=f"{revision.spec} ({revision.commit[:12]})")

@@ -9,12 +9,12 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree as ET
+
+from patchkit.fileio import atomic_write
 
 SCHEMA_VERSION = 1
 
@@ -51,18 +51,6 @@ def write_output(target: str | Path, text: str) -> None:
         sys.stdout.flush()
         return
     atomic_write(Path(target), text.encode())
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 @dataclasses.dataclass(frozen=True)
