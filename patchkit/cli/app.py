@@ -27,10 +27,11 @@ def _writable(target: Optional[str]) -> Optional[str]:
 
 
 def report_option(flag: str, what: str):
-    return typer.Option(None, flag, metavar="FILE", callback=_writable, help=f"Write {what} to FILE.")
+    return typer.Option(None, flag, metavar="FILE", callback=_writable,
+                        help=f"Write {what} to FILE ('-' for stdout).")
 
 
-JsonOpt = report_option("--json", "the JSON report ('-' for stdout)")
+JsonOpt = report_option("--json", "the JSON report")
 MarkdownOpt = report_option("--markdown", "a Markdown report")
 JunitOpt = report_option("--junit", "a JUnit XML report")
 UpstreamOpt = typer.Option(None, "--upstream", metavar="URL_OR_PATH",
