@@ -14,6 +14,13 @@ REPO = Path(__file__).resolve().parent.parent
 PATCH_NAME = "server-keep-speculative-checkpoints-on-device.patch"
 
 
+def git_identity(name: str = "Fork Dev", email: str = "dev@fork.invalid",
+                 date: str = "1790600000 +0000") -> dict[str, str]:
+    """Author and committer for commits a test makes itself (fixed, so ids are stable)."""
+    return {f"GIT_{role}_{key}": value for role in ("AUTHOR", "COMMITTER")
+            for key, value in (("NAME", name), ("EMAIL", email), ("DATE", date))}
+
+
 def seed_patch_path() -> Path:
     return REPO / "patches" / PATCH_NAME
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import assert_matches_schema, run_cli, seed_patch_path, write_project
+from conftest import assert_matches_schema, git_identity, run_cli, seed_patch_path, write_project
 from patchkit import git
 from patchkit.apply import Verdict
 from patchkit.errors import PatchkitError
@@ -90,9 +90,7 @@ def test_merged_from_the_patchs_full_index_blob(tmp_path, upstream):
     work = tmp_path / "work"
     git.run(["clone", "--quiet", "--branch", "b1000", str(upstream.path), str(work)])
     (work / SERVER_CONTEXT).write_text(upstream.expected_patched("base"))
-    env = {"GIT_AUTHOR_NAME": "A", "GIT_AUTHOR_EMAIL": "a@x", "GIT_AUTHOR_DATE": "1790000000 +0000",
-           "GIT_COMMITTER_NAME": "A", "GIT_COMMITTER_EMAIL": "a@x", "GIT_COMMITTER_DATE": "1790000000 +0000"}
-    git.run(["commit", "--quiet", "-am", "on device"], cwd=work, env=env)
+    git.run(["commit", "--quiet", "-am", "on device"], cwd=work, env=git_identity())
     patch.write_text(git.run(["format-patch", "-1", "--stdout", "--full-index", "--zero-commit"], cwd=work) + "\n")
     project = Project.load(write_project(tmp_path / "fork", str(upstream.path), [patch]))
     report = apply(project, "scenario/merged")
@@ -184,8 +182,7 @@ def make_patch(tmp_path: Path, upstream: FixtureUpstream, name: str, ref: str, e
     """A git format-patch of EDIT(work tree) on top of REF (with the queue patch applied first)."""
     work = tmp_path / f"work-{name}"
     git.run(["clone", "--quiet", "--branch", ref, str(upstream.path), str(work)])
-    env = {"GIT_AUTHOR_NAME": "Fork Dev", "GIT_AUTHOR_EMAIL": "dev@fork.invalid", "GIT_AUTHOR_DATE": "1790600000 +0000",
-           "GIT_COMMITTER_NAME": "Fork Dev", "GIT_COMMITTER_EMAIL": "dev@fork.invalid", "GIT_COMMITTER_DATE": "1790600000 +0000"}
+    env = git_identity()
     (work / SERVER_CONTEXT).write_text(upstream.expected_patched("base"))
     git.run(["commit", "--quiet", "-am", "queue patch"], cwd=work, env=env)
     edit(work)
@@ -306,8 +303,7 @@ def test_rerun_after_upstream_moves_and_after_the_queue_changes(tmp_path, upstre
     git.run(["clone", "--quiet", str(source), str(work)])
     (work / "NEWS").write_text("upstream moved on\n")
     git.run(["add", "NEWS"], cwd=work)
-    git.run(["commit", "--quiet", "-m", "news"], cwd=work, env={
-        "GIT_AUTHOR_NAME": "U", "GIT_AUTHOR_EMAIL": "u@x", "GIT_COMMITTER_NAME": "U", "GIT_COMMITTER_EMAIL": "u@x"})
+    git.run(["commit", "--quiet", "-m", "news"], cwd=work, env=git_identity("U", "u@x"))
     git.run(["push", "--quiet", "origin", "master"], cwd=work)
     moved = apply(project, "HEAD")
     assert moved.exit_code == 0 and moved.upstream_commit != first.upstream_commit
@@ -342,8 +338,7 @@ def test_output_folders_patchkit_must_not_take(project, target, message):
     git.run(["init", "--quiet", str(foreign)])
     (foreign / "mine.txt").write_text("mine\n")
     git.run(["add", "mine.txt"], cwd=foreign)
-    git.run(["commit", "--quiet", "-m", "mine"], cwd=foreign, env={
-        "GIT_AUTHOR_NAME": "U", "GIT_AUTHOR_EMAIL": "u@x", "GIT_COMMITTER_NAME": "U", "GIT_COMMITTER_EMAIL": "u@x"})
+    git.run(["commit", "--quiet", "-m", "mine"], cwd=foreign, env=git_identity("U", "u@x"))
     with pytest.raises(PatchkitError, match=message):
         apply(project, "HEAD", output=(project.root / target))
     assert (project.root / "a-file").read_text() == "keep\n"

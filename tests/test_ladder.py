@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from patchkit import ladder
 from patchkit.apply import Verdict, apply_file
 from patchkit.queue import FileChange, Hunk
@@ -93,21 +95,16 @@ def test_fuzz_only_when_asked_and_marked():
     assert content == text(["void f() {", "    int a = 0;", "    int b = 2;", "    use(a, b);", "    done();", "}"])
 
 
-def test_three_way_merge_from_a_base():
-    base = ["void f() {", *BLOCK, "}"]
-    patched = ["void f() {", *CHANGED, "}"]
-    upstream = ["void f() {", "    int a = 10;", "    int b = 2;", "    use(a);", "    done();", "}"]
-    verdict, content = run(hunk(BLOCK, CHANGED, 2), upstream, bases=lambda fc: ("base", text(base), text(patched)))
-    assert verdict.verdict is Verdict.MERGED
+@pytest.mark.parametrize("use_line, verdict", [
+    ("    use(a);", Verdict.MERGED),  # upstream changed a context line: the merge adds the change
+    ("    use(a, b);", Verdict.ALREADY_APPLIED),  # upstream also has the change: the merge adds nothing
+])
+def test_three_way_merge_from_a_base(use_line, verdict):
+    base, patched = ["void f() {", *BLOCK, "}"], ["void f() {", *CHANGED, "}"]
+    upstream = ["void f() {", "    int a = 10;", "    int b = 2;", use_line, "    done();", "}"]
+    result, content = run(hunk(BLOCK, CHANGED, 2), upstream, bases=lambda fc: ("base", text(base), text(patched)))
+    assert result.verdict is verdict
     assert content == text(["void f() {", "    int a = 10;", "    int b = 2;", "    use(a, b);", "    done();", "}"])
-
-
-def test_a_merge_that_changes_nothing_is_already_applied():
-    base = ["void f() {", *BLOCK, "}"]
-    patched = ["void f() {", *CHANGED, "}"]
-    upstream = ["void f() {", "    int a = 10;", "    int b = 2;", "    use(a, b);", "    done();", "}"]
-    verdict, _ = run(hunk(BLOCK, CHANGED, 2), upstream, bases=lambda fc: ("base", text(base), text(patched)))
-    assert verdict.verdict is Verdict.ALREADY_APPLIED
 
 
 def test_funcname_follows_gits_default_rule():

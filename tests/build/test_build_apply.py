@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from build_helpers import REPO_RECIPES, copy_project, git_tree, needs_cmake
-from conftest import write_project
+from conftest import git_identity, write_project
 from patchkit import git
 from patchkit.project import Project
 from patchkit.workflow import ApplyOptions, run_apply
@@ -20,9 +20,7 @@ def fork_patch(tmp_path: Path, upstream: Path, old: str, new: str) -> Path:
     git.run(["clone", "--quiet", str(upstream), str(work)])
     server = work / "tools/server/server.cpp"
     server.write_text(server.read_text().replace(old, new))
-    env = {"GIT_AUTHOR_NAME": "Fork Dev", "GIT_AUTHOR_EMAIL": "dev@fork.invalid",
-           "GIT_COMMITTER_NAME": "Fork Dev", "GIT_COMMITTER_EMAIL": "dev@fork.invalid"}
-    git.run(["commit", "--quiet", "-am", "server: say hello"], cwd=work, env=env)
+    git.run(["commit", "--quiet", "-am", "server: say hello"], cwd=work, env=git_identity())
     patch = tmp_path / "hello.patch"
     patch.write_text(git.run(["format-patch", "-1", "--stdout"], cwd=work) + "\n")
     return patch
