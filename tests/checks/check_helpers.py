@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from unidiff import PatchSet
+
 from patchkit.checks import CheckReport, Rule, RuleResult, load_rules, parse_rules, run_checks
 
 REPO = Path(__file__).resolve().parents[2]
@@ -32,9 +34,23 @@ def uncounted_rules() -> list[Rule]:
     )], "test rules")
 
 
+def fixture_text(name: str) -> bytes:
+    """DATA/NAME; a scenario of server-context.cpp is kept as its diff against the patched base
+    (DATA/NAME with .diff), so each file shows only what its scenario changes."""
+    if (DATA / name).exists():
+        return (DATA / name).read_bytes()
+    lines = (DATA / "server-context.patched.cpp").read_text().splitlines(keepends=True)
+    (change,) = PatchSet((DATA / name).with_suffix(".diff").read_text())
+    for hunk in reversed(list(change)):
+        start = hunk.source_start - 1
+        assert lines[start:start + hunk.source_length] == [l.value for l in hunk.source_lines()], name
+        lines[start:start + hunk.source_length] = [l.value for l in hunk.target_lines()]
+    return "".join(lines).encode()
+
+
 def check_fixture(name: str, rules: list[Rule] | None = None) -> CheckReport:
-    """Check DATA/NAME as if it were tools/server/server-context.cpp of a tree."""
-    source = (DATA / name).read_bytes()
+    """Check the fixture NAME as if it were tools/server/server-context.cpp of a tree."""
+    source = fixture_text(name)
     return run_checks(shipped_rules() if rules is None else rules,
                       lambda path: source if path == SERVER_CONTEXT else None, target=name)
 

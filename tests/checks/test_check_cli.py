@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
 import pytest
 
-from check_helpers import DATA, PROMPT, SERVER_CONTEXT, SHIPPED_RULES, SPEC
+from check_helpers import PROMPT, SERVER_CONTEXT, SHIPPED_RULES, SPEC, fixture_text
 from conftest import run_cli, write_project
 
 
 def tree_with(root: Path, fixture: str) -> Path:
     """A tree whose tools/server/server-context.cpp is the fixture."""
     (root / "tools" / "server").mkdir(parents=True, exist_ok=True)
-    shutil.copy(DATA / fixture, root / SERVER_CONTEXT)
+    (root / SERVER_CONTEXT).write_bytes(fixture_text(fixture))
     return root
 
 

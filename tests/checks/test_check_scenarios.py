@@ -1,7 +1,7 @@
 """The issue's fixture scenarios, each checked with the shipped rules: verdicts and line numbers.
 
-Every fixture is a written file under data/, shaped like llama.cpp's server-context.cpp; its
-header names the scenario. Line numbers below are the lines of the calls in those files.
+Every fixture is written for these tests, shaped like llama.cpp's server-context.cpp: the patched
+base under data/, each other scenario as its diff against it (its header line names the scenario). Line numbers below are the lines of the calls in those files.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import subprocess
 
 import pytest
 
-from check_helpers import (DATA, ON_DEVICE, PARTIAL_ONLY, PROMPT, SERVER_CONTEXT, SPEC, check_fixture,
-                           rule, shipped_rules, uncounted_rules, verdicts)
+from check_helpers import (ON_DEVICE, PARTIAL_ONLY, PROMPT, SERVER_CONTEXT, SPEC, check_fixture,
+                           fixture_text, rule, shipped_rules, uncounted_rules, verdicts)
 from patchkit.checks import Status, run_checks
 from patchkit.git import ObjectReader
 
@@ -200,7 +200,7 @@ def test_a_rule_that_selects_nothing_fails_unless_it_expects_zero():
 
 def test_the_same_analysis_reads_git_objects_without_a_checkout(tmp_path):
     repo = tmp_path / "repo"
-    blob = (DATA / "server-context.upstream.cpp").read_bytes()
+    blob = fixture_text("server-context.upstream.cpp")
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     (repo / "tools" / "server").mkdir(parents=True)
     (repo / SERVER_CONTEXT).write_bytes(blob)
