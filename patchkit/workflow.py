@@ -97,13 +97,13 @@ def run_apply(project: Project, options: ApplyOptions, hooks: Hooks = Hooks()) -
             if r.verdict is Verdict.FUZZED:
                 warn(f"{r.name} was placed with fuzz: review it, then refresh the patch")
         report = ApplyReport(mirror.url, revision.ref, revision.commit, revision.branch_name,
-                             output, tip, tree, results, checks, warnings=tuple(warnings))
+                             output, tip, tree, results, checks)
         if options.build and report.passed:
             report = replace(report, builds=_run_builds(project, output, options.build, hooks))
         elif options.build:
             warn("builds not run: the apply needs attention first")
         report = _record(project, mirror, report, options.update_lock, warn)
-    report = replace(report, warnings=tuple(warnings))
+    report = replace(report, warnings=tuple(warnings))  # including those said while recording
     project.save_last_report(plain(report))
     return report
 
@@ -116,7 +116,8 @@ def _record(project: Project, mirror: Mirror, report: ApplyReport, update_lock: 
             warn("patchkit.lock not updated: the run needs attention")
         return report
     bases = {p.sha256: p.commit for p in report.patches if p.commit and p.verdict is not Verdict.FUZZED}
-    mirror.record_bases(bases)
+    if bases:
+        mirror.record_bases(bases)
     lock_updated = False
     if update_lock:
         if any(p.verdict is Verdict.FUZZED for p in report.patches):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from conftest import REPO, run_cli
+import json
+
+from conftest import REPO, assert_matches_schema, run_cli
 from patchkit.fixture import SCENARIOS, SERVER_CONTEXT
 
 
@@ -21,6 +23,16 @@ def test_demo_applies_the_queue_and_tours_every_verdict(tmp_path):
     assert "7/6, 4/4 FAILED" in out  # new-site: a clean apply that only the site check catches
     patched = (tmp_path / "demo" / "fork" / "llama.cpp" / SERVER_CONTEXT).read_text()
     assert "static constexpr llama_state_seq_flags spec_ckpt_flags" in patched
+
+
+def test_demo_json(tmp_path):
+    proc = run_cli("demo", str(tmp_path / "demo"), "--json", "-", cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert_matches_schema(data)
+    assert data["head"]["passed"] and data["head"]["patches"][0]["verdict"] == "offset"
+    verdicts = {scenario["name"]: report["patches"][0]["verdict"] for scenario, report in data["tour"]}
+    assert verdicts["ambiguous"] == "ambiguous" and verdicts["new-site"] == "clean"
 
 
 def test_demo_refuses_a_folder_that_is_not_empty(tmp_path):

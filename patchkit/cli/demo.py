@@ -8,13 +8,14 @@ from typing import Optional
 
 import typer
 
-from patchkit.cli.app import app, console
+from patchkit.cli.app import JsonOpt, app, console, emit
 
 
 @app.command("demo")
 def demo_command(
     folder: Optional[Path] = typer.Argument(None, metavar="[DIR]",
                                             help="Where to write the demo (default: a new temp folder)."),
+    json_out: Optional[str] = JsonOpt,
 ) -> None:
     """Apply this repository's queue to a generated llama.cpp-shaped upstream, offline.
 
@@ -23,9 +24,10 @@ def demo_command(
     """
     from patchkit.demo import run_demo
     from patchkit.project import Project
+    from patchkit.report import to_json
     from patchkit.report.demo import render_terminal
 
     target = folder.resolve() if folder else Path(tempfile.mkdtemp(prefix="patchkit-demo-"))
     result = run_demo(Project.find(), target)
-    render_terminal(result, console())
+    emit({json_out: lambda: to_json("demo", result)}, lambda: render_terminal(result, console()))
     raise typer.Exit(result.head.exit_code)
