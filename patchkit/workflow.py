@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from patchkit import __version__, git
-from patchkit.apply import Applier, PatchResult, Verdict, check_output, fast_import, materialise
+from patchkit.apply import Applier, PatchResult, Verdict, fast_import
+from patchkit.output import check_output, materialise
 from patchkit.project import Lock, Project
 from patchkit.queue import Queue
 from patchkit.report import plain
@@ -41,7 +42,7 @@ class ApplyReport:
     tree: str
     patches: tuple[PatchResult, ...]
     checks: Any = None  # patchkit.checks.CheckReport, when the applied patches have rules
-    builds: Any = None  # patchkit.build.BuildReport, with --build
+    builds: Any = None  # patchkit.backends.BuildReport, with --build
     lock_updated: bool = False
     bases_recorded: int = 0
     warnings: tuple[str, ...] = ()
@@ -139,6 +140,6 @@ def _run_checks(project: Project, patches, reader: git.ObjectReader, tip: str):
 
 
 def _run_builds(project: Project, tree: Path, backends: tuple[str, ...], hooks: Hooks):
-    from patchkit.build import build_backends
+    from patchkit.backends import build_backends
 
     return build_backends(project, tree, list(backends), progress=hooks.build_progress)

@@ -1,4 +1,4 @@
-"""`patchkit build` and `patchkit recipes list|presets`: parse, call patchkit.build, render."""
+"""`patchkit build` and `patchkit recipes list|presets`: parse, call patchkit.backends, render."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def build(
 
       patchkit build --all --target llama-server -D GGML_CUDA_FA_ALL_QUANTS=ON
     """
-    from patchkit.build import build_backends
+    from patchkit.backends import build_backends
     from patchkit.report import build as render, to_json
 
     if bool(backend) == all_:
@@ -87,8 +87,8 @@ def recipes_list(recipes_dir: Optional[Path] = RecipesOpt, json_out: Optional[st
 
     Example: patchkit recipes list --json recipes.json
     """
-    from patchkit.build import load_recipes
-    from patchkit.build.probe import probe
+    from patchkit.backends import load_recipes
+    from patchkit.backends.probe import probe
     from patchkit.report import build as render
 
     recipes = list(load_recipes(_recipes_dir(recipes_dir, _project())).values())
@@ -111,8 +111,8 @@ def recipes_presets(
 
     Example: patchkit recipes presets llama.cpp && cmake --workflow --preset patchkit-cpu
     """
-    from patchkit.build import load_recipes
-    from patchkit.build.presets import USER_PRESETS, presets_json
+    from patchkit.backends import load_recipes
+    from patchkit.backends.presets import USER_PRESETS, presets_json
     from patchkit.report import write_output
 
     project = _project()
@@ -134,7 +134,7 @@ def _tree(tree: Optional[Path], project: Project | None) -> Path:
 
 
 def _recipes_dir(recipes_dir: Optional[Path], project: Project | None) -> Path:
-    from patchkit.build.recipe import default_recipes_dir
+    from patchkit.backends.recipe import default_recipes_dir
 
     return cwd_path(recipes_dir) if recipes_dir else default_recipes_dir(project)
 

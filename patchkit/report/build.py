@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
-from patchkit.build.probe import Availability
-from patchkit.build.recipe import Recipe, Requirement
-from patchkit.build.result import BuildReport, BuildResult, Status
+from patchkit.backends.probe import Availability
+from patchkit.backends.recipe import Recipe, Requirement
+from patchkit.backends.result import BuildReport, BuildResult, Status
 from patchkit.report import JUnitCase, junit_xml, md_table, to_json
 
 if TYPE_CHECKING:
@@ -25,7 +25,7 @@ def to_markdown(report: BuildReport) -> str:
 
 
 def to_junit(report: BuildReport) -> str:
-    return junit_xml("patchkit.build", junit_cases(report))
+    return junit_xml("patchkit.backends", junit_cases(report))
 
 
 def junit_cases(report: BuildReport) -> list[JUnitCase]:

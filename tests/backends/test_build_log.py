@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from patchkit.build.log import first_error, ninja_progress, unused_variables
-from patchkit.build.result import FirstError
+from patchkit.backends.log import first_error, ninja_progress, unused_variables
+from patchkit.backends.result import FirstError
 
 CONFIGURE = """\
 -- Configuring done

@@ -10,9 +10,9 @@
     result   BuildResult and BuildReport, what the renderers and exit codes use
 """
 
-from patchkit.build.recipe import Recipe, Requirement, load_recipes, select
-from patchkit.build.result import BuildReport, BuildResult, Status
-from patchkit.build.runner import BuildProgress, build_backends, run_builds
+from patchkit.backends.recipe import Recipe, Requirement, load_recipes, select
+from patchkit.backends.result import BuildReport, BuildResult, Status
+from patchkit.backends.runner import BuildProgress, build_backends, run_builds
 
 __all__ = ["BuildProgress", "BuildReport", "BuildResult", "Recipe", "Requirement", "Status",
            "build_backends", "load_recipes", "run_builds", "select"]

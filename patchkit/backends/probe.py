@@ -16,7 +16,7 @@ import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchkit.build.recipe import Recipe, Requirement
+from patchkit.backends.recipe import Recipe, Requirement
 
 _SYSTEM_LIB_DIRS = ("/usr/local/lib", "/usr/lib", "/lib", "/usr/lib64", "/opt/homebrew/lib")
 _SYSTEM_INCLUDE_DIRS = ("/usr/local/include", "/usr/include", "/opt/homebrew/include")

@@ -1,4 +1,4 @@
-"""Real cmake and ninja runs on the tiny llama.cpp stand-in in tests/build/project."""
+"""Real cmake and ninja runs on the tiny llama.cpp stand-in in tests/backends/project."""
 
 from __future__ import annotations
 

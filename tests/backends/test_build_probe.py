@@ -4,8 +4,8 @@ import stat
 import sys
 from pathlib import Path
 
-from patchkit.build.probe import probe_requirement
-from patchkit.build.recipe import DEFAULT_VERSION_PATTERN, Requirement
+from patchkit.backends.probe import probe_requirement
+from patchkit.backends.recipe import DEFAULT_VERSION_PATTERN, Requirement
 
 
 def fake_tool(folder: Path, name: str, prints: str) -> Path:

@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any, Sequence
 
-from patchkit.build.recipe import Recipe
-from patchkit.build.runner import recipe_defines
+from patchkit.backends.recipe import Recipe
+from patchkit.backends.runner import recipe_defines
 
 PRESETS_VERSION = 6  # CMake 3.25: the first with workflow presets
 PREFIX = "patchkit-"

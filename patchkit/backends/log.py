@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from patchkit.build.result import FirstError
+from patchkit.backends.result import FirstError
 
 # patchkit sets NINJA_STATUS to this format, so the progress line does not depend on the user's.
 NINJA_STATUS = "[%f/%t] "

@@ -7,7 +7,7 @@ import jsonschema
 import pytest
 
 from build_helpers import MISSING_RECIPE, REPO_RECIPES, SCHEMA, patchkit, recipes_dir
-from patchkit.build.recipe import DEFAULT_VERSION_PATTERN, load_recipes, select
+from patchkit.backends.recipe import DEFAULT_VERSION_PATTERN, load_recipes, select
 from patchkit.errors import PatchkitError
 
 BACKENDS = {"cpu", "cpu-native", "blas", "cuda", "vulkan", "hip", "metal", "sycl", "opencl"}

@@ -4,7 +4,7 @@ import subprocess
 from pathlib import Path
 
 from build_helpers import git_tree
-from patchkit.build.version import UPSTREAM_REF, build_info
+from patchkit.backends.version import UPSTREAM_REF, build_info
 
 
 def test_from_the_upstream_ref(tmp_path: Path) -> None:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from patchkit.build.result import BuildReport, BuildResult, Status
+from patchkit.backends.result import BuildReport, BuildResult, Status
 
 
 def report(*statuses: Status, by_name: bool = True, interrupted: bool = False) -> BuildReport:

@@ -8,12 +8,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Protocol, Sequence, TextIO
 
-from patchkit.build import cmake
-from patchkit.build.log import NINJA_STATUS, first_error, ninja_progress, unused_variables
-from patchkit.build.probe import probe
-from patchkit.build.recipe import Recipe, default_recipes_dir, load_recipes, select
-from patchkit.build.result import Artifact, BuildReport, BuildResult, Status, UnusedVariable
-from patchkit.build.version import build_info
+from patchkit.backends import cmake
+from patchkit.backends.log import NINJA_STATUS, first_error, ninja_progress, unused_variables
+from patchkit.backends.probe import probe
+from patchkit.backends.recipe import Recipe, default_recipes_dir, load_recipes, select
+from patchkit.backends.result import Artifact, BuildReport, BuildResult, Status, UnusedVariable
+from patchkit.backends.version import build_info
 from patchkit.errors import PatchkitError
 from patchkit.project import Project
 
