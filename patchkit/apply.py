@@ -1,23 +1,25 @@
-"""The apply ladder and its verdicts, and the patched branch that comes out of it.
+"""The apply ladder and its verdicts, and the commits that come out of it.
 
 Every patch is tried in series order against upstream's objects plus the patches applied before
 it, in memory: nothing is checked out until the result is complete. Each hunk gets a verdict;
 each patch gets the verdict its hunks add up to. The commits are then written in one
-`git fast-import` into the mirror and checked out in the output repository.
+`git fast-import` into the mirror (`output.py` checks them out).
 """
 
 from __future__ import annotations
 
+import difflib
 import enum
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from patchkit import git, ladder
+from patchkit import binary, git, ladder
 from patchkit.errors import PatchkitError
 from patchkit.git import ObjectReader
 from patchkit.queue import FileChange, Hunk, Patch
+from patchkit.scopes import CppScopes, funcname_at, is_cpp
 from patchkit.upstream import Mirror, Revision
 
 
@@ -42,6 +44,7 @@ class Verdict(str, enum.Enum):
 # Which failing hunk verdict names the patch, most telling first.
 _FAILURE_ORDER = (Verdict.BLOCKED, Verdict.MISSING_FILE, Verdict.CONFLICT, Verdict.AMBIGUOUS)
 _FAILURES = frozenset(_FAILURE_ORDER)
+_SYMLINK = "120000"
 
 
 @dataclass(frozen=True)
@@ -49,13 +52,15 @@ class HunkVerdict:
     file: str
     hunk: int  # 1-based within the file
     verdict: Verdict
-    expected_line: int  # where the patch says the pre-image starts
+    expected_line: int  # where the patch says the pre-image starts (0: a binary hunk)
     actual_line: int | None = None  # where it was found upstream (1-based)
     offset: int | None = None
     fuzz: int = 0
     detail: str = ""
     nearest_line: int | None = None  # failures: the best partial match of the pre-image upstream
     nearest: tuple[str, ...] = ()
+    nearest_differs: tuple[int, ...] = ()  # 0-based lines of `nearest` unlike the hunk's pre-image
+    blocked_by: str | None = None  # blocked: the earlier patch whose lines this hunk needs
 
 
 @dataclass(frozen=True)
@@ -66,7 +71,7 @@ class PatchResult:
     verdict: Verdict
     hunks: tuple[HunkVerdict, ...]
     commit: str | None = None  # on the patched branch; None when nothing was committed
-    blocked_by: str | None = None
+    blocked_by: tuple[str, ...] = ()  # every earlier patch a blocked hunk waits on
     detail: str = ""
 
     @property
@@ -85,6 +90,18 @@ class _Applied:
     changes: Changes
 
 
+@dataclass(frozen=True)
+class Base:
+    """One file before and after the patch, for a 3-way merge, and where the pair came from."""
+
+    label: str
+    pre: bytes
+    post: bytes
+
+
+BaseSource = Callable[[FileChange], "Base | None"]
+
+
 class WorkTree:
     """Upstream's commit plus the changes of the patches applied so far, kept in memory."""
 
@@ -93,6 +110,7 @@ class WorkTree:
         self._repo = repo
         self.commit = commit
         self._changes: Changes = {}
+        self._modes: dict[str, str] | None = None
 
     def read(self, path: str) -> bytes | None:
         if path in self._changes:
@@ -100,11 +118,16 @@ class WorkTree:
             return change[1] if change else None
         return self._reader.read(self.commit, path)
 
-    def mode(self, path: str) -> str:
-        if path in self._changes and self._changes[path]:
-            return self._changes[path][0]  # type: ignore[index]
-        out = git.run(["ls-tree", self.commit, "--", path], cwd=self._repo)
-        return out.split(" ", 1)[0] if out else "100644"
+    def mode(self, path: str) -> str | None:
+        """The file's mode (a folder or a missing path: None)."""
+        if path in self._changes:
+            change = self._changes[path]
+            return change[0] if change else None
+        if self._modes is None:  # one listing of the whole tree beats a git call per path
+            out = git.run(["ls-tree", "-r", "-z", self.commit], cwd=self._repo)
+            self._modes = {entry.split("\t", 1)[1]: entry.split(" ", 1)[0]
+                           for entry in out.split("\0") if "\t" in entry}
+        return self._modes.get(path)
 
     def update(self, changes: Changes) -> None:
         self._changes.update(changes)
@@ -118,12 +141,12 @@ class _FailedRanges:
 
     def add(self, patch: Patch) -> None:
         for fc in patch.files:
-            for h in fc.hunks:
-                self.ranges.setdefault(fc.new_path or fc.path, []).append(
-                    (h.new_start, h.new_start + max(len(h.new_lines), 1), patch.name))
+            spans = [(h.new_start, h.new_start + max(len(h.new_lines), 1)) for h in fc.hunks]
+            for start, end in spans or [(0, 1 << 62)]:  # a binary file: all of it
+                self.ranges.setdefault(fc.new_path or fc.path, []).append((start, end, patch.name))
 
-    def waits_on(self, path: str, hunk: Hunk) -> str | None:
-        lo, hi = hunk.old_start, hunk.old_start + max(len(hunk.old_lines), 1)
+    def waits_on(self, path: str, hunk: Hunk | None) -> str | None:
+        lo, hi = (hunk.old_start, hunk.old_start + max(len(hunk.old_lines), 1)) if hunk else (0, 1 << 62)
         for start, end, name in self.ranges.get(path, []):
             if start < hi and lo < end:
                 return name
@@ -138,87 +161,209 @@ def _bytes(lines: list[str] | tuple[str, ...]) -> bytes:
     return "".join(lines).encode("utf-8", errors="surrogateescape")
 
 
-BaseSource = Callable[[FileChange], "tuple[str, bytes, bytes] | None"]
-
-
 def apply_file(fc: FileChange, current: bytes, bases: BaseSource, fuzz: int) -> tuple[list[HunkVerdict], bytes | None]:
     """Run the ladder for every hunk of one file; the new content, or None if a hunk failed."""
-    lines = _lines(current)
-    index = ladder.line_index(lines)
-    verdicts: dict[int, HunkVerdict] = {}
-    places: dict[int, ladder.Place] = {}
-    unresolved: list[Hunk] = []
+    return _FileLadder(fc, current, bases, fuzz).run()
 
-    def found(h: Hunk, verdict: Verdict, place: ladder.Place | None, **kw) -> None:
+
+class _FileLadder:
+    """The ladder for the hunks of one file: line steps first, then the 3-way merge, which also
+    checks the line steps whenever they moved anything; fuzz last, and only when asked."""
+
+    def __init__(self, fc: FileChange, current: bytes, bases: BaseSource, fuzz: int) -> None:
+        self.fc = fc
+        self.current = current
+        self.lines = _lines(current)
+        self.index = ladder.line_index(self.lines)
+        self.fuzz = fuzz
+        self._bases = bases
+        self._base: list[Base | None] = []  # fetched once, when first needed
+        self._scopes: dict[str, CppScopes] = {}
+        self._own_scope: dict[int, str | None] = {}
+        self.verdicts: dict[int, HunkVerdict] = {}
+        self.places: dict[int, ladder.Place] = {}  # already-applied hunks too, as no-op places
+        self.refusals: dict[int, str] = {}
+
+    def base(self) -> Base | None:
+        if not self._base:
+            self._base.append(self._bases(self.fc))
+        return self._base[0]
+
+    def found(self, h: Hunk, verdict: Verdict, place: ladder.Place | None, **kw) -> None:
         line = place.start + 1 if place else None
         offset = line - h.old_start if line is not None and verdict is not Verdict.CLEAN else None
-        verdicts[h.index] = HunkVerdict(fc.path, h.index, verdict, h.old_start, line, offset, **kw)
-        if place and verdict is not Verdict.ALREADY_APPLIED:
-            places[h.index] = place
+        self.verdicts[h.index] = HunkVerdict(self.fc.path, h.index, verdict, h.old_start, line, offset, **kw)
+        if place:
+            self.places[h.index] = place
 
-    for h in fc.hunks:
-        exact = ladder.find_exact(h, lines)
+    def run(self) -> tuple[list[HunkVerdict], bytes | None]:
+        unresolved = [h for h in self.fc.hunks if not self._line_steps(h)]
+        merged = self._merge(unresolved)
+        if merged is not None:
+            unresolved = []
+        for h in unresolved:
+            self._fuzz_or_fail(h)
+        ordered = [self.verdicts[h.index] for h in self.fc.hunks]
+        if any(v.verdict in _FAILURES for v in ordered):
+            return ordered, None
+        if merged is not None:
+            return ordered, merged
+        spliced = ladder.splice(self.lines, list(self.places.values()))
+        if spliced is None:
+            return [HunkVerdict(v.file, v.hunk, Verdict.CONFLICT, v.expected_line, v.actual_line,
+                                detail="hunks overlap where they were placed") for v in ordered], None
+        return ordered, _bytes(spliced)
+
+    def _line_steps(self, h: Hunk) -> bool:
+        """Clean, already applied, offset or ambiguous by line matching; False: not decided."""
+        exact = ladder.find_exact(h, self.lines)
         if exact:
-            found(h, Verdict.CLEAN, exact)
-            continue
-        applied = ladder.find_applied(h, lines, index)
-        moved = ladder.find_offset(h, lines, index)
-        if applied.place and not moved.candidates:
-            found(h, Verdict.ALREADY_APPLIED, applied.place, detail="upstream has this change")
-        elif moved.place and not applied.candidates:
-            found(h, Verdict.OFFSET, moved.place)
-        elif moved.candidates or applied.candidates:
-            lines_at = ", ".join(str(c + 1) for c in (moved.candidates or applied.candidates))
-            what = "pre-image" if moved.candidates else "post-image"
-            found(h, Verdict.AMBIGUOUS, None, detail=f"the {what} occurs at lines {lines_at}; refusing to guess")
+            self.found(h, Verdict.CLEAN, exact)
+            return True
+        # The post-image where the patch put it settles it, whatever twins the file has.
+        at_line = ladder.applied_at_recorded_line(h, self.lines)
+        if at_line:
+            self.found(h, Verdict.ALREADY_APPLIED, at_line, detail="upstream has this change")
+            return True
+        moved = ladder.find_moved(h, self.lines, self.index, self.judge)
+        applied = ladder.find_applied(h, self.lines, self.index, self.judge)
+        if len(moved.places) + len(applied.places) > 1:
+            self.found(h, Verdict.AMBIGUOUS, None, detail=_ambiguity(moved, applied))
+        elif moved.place:
+            self.found(h, Verdict.OFFSET, moved.place)
+        elif applied.place:
+            self.found(h, Verdict.ALREADY_APPLIED, applied.place, detail="upstream has this change")
         else:
-            unresolved.append(h)
+            refusal = _refusal("pre-image", moved) or _refusal("post-image", applied)
+            if refusal:
+                self.refusals[h.index] = refusal
+            return False
+        return True
 
-    merged: bytes | None = None
-    if unresolved and not any(v.verdict is Verdict.AMBIGUOUS for v in verdicts.values()):
-        base = bases(fc)
-        if base:
-            label, pre, post = base
-            result, conflicts = git.merge_file(current, pre, post)
-            if conflicts == 0:
-                merged = result
-                verdict = Verdict.ALREADY_APPLIED if result == current else Verdict.MERGED
-                for h in unresolved:
-                    found(h, verdict, None, detail=f"3-way merge from {label}")
-                unresolved = []
-            else:
-                for h in unresolved:
-                    verdicts[h.index] = HunkVerdict(fc.path, h.index, Verdict.CONFLICT, h.old_start,
-                                                    detail=f"3-way merge from {label} conflicts")
+    def judge(self, h: Hunk, start: int) -> str | None:
+        """Where a candidate place is, if that is another function than the hunk's own."""
+        if not h.section:
+            return None  # nothing names the hunk's function: today's rules
+        here = funcname_at(self.lines, start)
+        if here != h.section:
+            return f"`{here or 'the top of the file'}`; the patch names `{h.section}`"
+        own = self._own_function(h)
+        if own is None:
+            return None
+        there = self._scopes_of("current", self.lines).scope_at(start + _anchor(h))
+        if there != own:
+            return (f"`{there or 'file scope'}` (by a C++ parse); the patch's own place is in "
+                    f"`{own or 'file scope'}`")
+        return None
 
-    for h in unresolved:
-        fuzzed = ladder.find_fuzzed(h, lines, index, fuzz) if fuzz else ladder.Search(None)
+    def _own_function(self, h: Hunk) -> str | None:
+        """For C/C++: the scope around the hunk's place in its pre-image, when that is known."""
+        if h.index not in self._own_scope:
+            self._own_scope[h.index] = None
+            base = self.base() if is_cpp(self.fc.path) else None
+            if base is not None:
+                pre = _lines(base.pre)
+                place = ladder.find_exact(h, pre)
+                if place is None:
+                    starts = [s for s in ladder.occurrences(h.old_lines, pre, ladder.line_index(pre))
+                              if funcname_at(pre, s) == h.section]
+                    place = ladder.Place(starts[0], 0, ()) if len(starts) == 1 else None
+                if place is not None:
+                    self._own_scope[h.index] = self._scopes_of("pre", pre).scope_at(place.start + _anchor(h))
+        return self._own_scope[h.index]
+
+    def _scopes_of(self, key: str, lines: list[str]) -> CppScopes:
+        if key not in self._scopes:
+            self._scopes[key] = CppScopes(lines)
+        return self._scopes[key]
+
+    def _merge(self, unresolved: list[Hunk]) -> bytes | None:
+        """The 3-way merge: it places the hunks the line steps could not, and checks those they
+        moved. The merged file, or None when it is not used."""
+        if any(v.verdict is Verdict.AMBIGUOUS for v in self.verdicts.values()):
+            return None
+        moved = any(v.verdict is not Verdict.CLEAN for v in self.verdicts.values())
+        base = self.base() if unresolved or moved else None
+        if base is None:
+            return None
+        result, conflicts = git.merge_file(self.current, base.pre, base.post)
+        if conflicts:
+            for h in unresolved:
+                self.refusals[h.index] = "; ".join(
+                    filter(None, [f"3-way merge from {base.label} conflicts", self.refusals.get(h.index)]))
+            return None
+        for index in self._disagreements(_lines(result), complete=not unresolved):
+            v = self.verdicts[index]
+            self.verdicts[index] = HunkVerdict(
+                v.file, v.hunk, Verdict.CONFLICT, v.expected_line, v.actual_line,
+                detail=f"the line steps put it at line {v.actual_line}, the 3-way merge from "
+                       f"{base.label} elsewhere: they disagree, so neither is trusted")
+        if not unresolved:
+            return None
+        verdict = Verdict.ALREADY_APPLIED if result == self.current else Verdict.MERGED
+        for h in unresolved:
+            self.found(h, verdict, None, detail=f"3-way merge from {base.label}")
+        return result
+
+    def _disagreements(self, merged: list[str], complete: bool) -> set[int]:
+        """Hunks whose lines the line steps and the merge put differently. With every hunk placed
+        (COMPLETE) any difference counts; else differences outside the placed hunks are the
+        unplaced hunks' own changes."""
+        spliced = ladder.splice(self.lines, list(self.places.values()))
+        if spliced is None:
+            return set()  # reported as overlapping hunks
+        ranges = ladder.spliced_ranges(self.places)
+        differing = [(i1, i2) for tag, i1, i2, _, _ in
+                     difflib.SequenceMatcher(None, spliced, merged, autojunk=False).get_opcodes() if tag != "equal"]
+        hit = {index for index, (lo, hi) in ranges.items() for i1, i2 in differing
+               if (i1 < hi and lo < i2) or (i1 == i2 and lo < i1 < hi)}
+        if complete and differing and not hit:
+            hit = {i for i, v in self.verdicts.items() if v.verdict is not Verdict.CLEAN}
+        return hit
+
+    def _fuzz_or_fail(self, h: Hunk) -> None:
+        fuzzed = ladder.find_fuzzed(h, self.lines, self.index, self.fuzz, self.judge) if self.fuzz else ladder.Search()
         if fuzzed.place:
-            found(h, Verdict.FUZZED, fuzzed.place, fuzz=fuzzed.place.fuzz,
-                  detail=f"placed ignoring {fuzzed.place.fuzz} context line(s) at each end")
-            continue
-        near = ladder.nearest(h, lines, index)
-        prior = verdicts.get(h.index)
-        verdict, detail = Verdict.CONFLICT, prior.detail if prior else "context does not match and no 3-way base is known"
+            self.found(h, Verdict.FUZZED, fuzzed.place, fuzz=fuzzed.place.fuzz,
+                       detail=f"placed ignoring {fuzzed.place.fuzz} context line(s) at each end")
+            return
+        near = ladder.nearest(h, self.lines, self.index)
+        verdict = Verdict.CONFLICT
+        detail = self.refusals.get(h.index) or _refusal("fuzzed pre-image", fuzzed) or (
+            "3-way merge found no conflict-free place" if self._base and self._base[0]
+            else "context does not match and no 3-way base is known")
         if fuzzed.ambiguous:
-            verdict, detail = Verdict.AMBIGUOUS, "with fuzz the hunk matches in several places; refusing to guess"
+            verdict, detail = Verdict.AMBIGUOUS, _ambiguity(fuzzed, ladder.Search(), "with fuzz, the pre-image")
         elif not h.old_lines:
             verdict, detail = Verdict.AMBIGUOUS, ("the hunk has no context lines, so no place can be "
                                                   "verified; re-export the patch with context")
-        verdicts[h.index] = HunkVerdict(
-            fc.path, h.index, verdict, h.old_start, detail=detail,
-            nearest_line=near[0] + 1 if near else None, nearest=near[1] if near else ())
+        nearest = near[1] if near else ()
+        self.verdicts[h.index] = HunkVerdict(
+            self.fc.path, h.index, verdict, h.old_start, detail=detail,
+            nearest_line=near[0] + 1 if near else None, nearest=nearest,
+            nearest_differs=tuple(i for i, line in enumerate(nearest)
+                                  if i >= len(h.old_lines) or line != h.old_lines[i]))
 
-    ordered = [verdicts[h.index] for h in fc.hunks]
-    if any(v.verdict in _FAILURES for v in ordered):
-        return ordered, None
-    if merged is not None:
-        return ordered, merged
-    spliced = ladder.splice(lines, list(places.values()))
-    if spliced is None:
-        return [HunkVerdict(v.file, v.hunk, Verdict.CONFLICT, v.expected_line, v.actual_line,
-                            detail="hunks overlap where they were placed") for v in ordered], None
-    return ordered, _bytes(spliced)
+
+def _anchor(h: Hunk) -> int:
+    """The line of the hunk's block that decides which function it is in: its first change."""
+    return max(min(h.leading_context, len(h.old_lines) - 1), 0)
+
+
+def _ambiguity(moved: ladder.Search, applied: ladder.Search, what: str = "the pre-image") -> str:
+    def lines(search: ladder.Search) -> str:
+        starts = [p.start + 1 for p in search.places]
+        return f"line{'s' if len(starts) > 1 else ''} {', '.join(map(str, starts))}"
+
+    parts = ([f"{what} occurs at {lines(moved)}"] if moved.places else []) + \
+        ([f"the post-image at {lines(applied)}"] if applied.places else [])
+    return f"{' and '.join(parts)}; refusing to guess"
+
+
+def _refusal(what: str, search: ladder.Search) -> str:
+    """Why the only matches were not taken (empty when there were none)."""
+    return "; ".join(f"the {what} is only found at line {start + 1}, in {where}"
+                     for start, where in search.refused)
 
 
 def _patch_verdict(hunks: list[HunkVerdict]) -> Verdict:
@@ -253,65 +398,80 @@ class Applier:
         changes: Changes = {}
         recorded = self._bases.get(patch.sha256)
         for fc in patch.files:
-            verdicts, change = self._apply_file(fc, recorded)
+            verdicts, change = self._apply_file(fc, recorded, changes)
             hunks += verdicts
             changes.update(change)
+        hunks = self._mark_blocked(patch, hunks)
         verdict = _patch_verdict(hunks)
-        blocked_by = None
         if verdict in _FAILURES:
-            blocked_by = self._blocked_by(patch, hunks)
-            if blocked_by:
-                verdict = Verdict.BLOCKED
-                hunks = [h if h.verdict not in _FAILURES else
-                         HunkVerdict(h.file, h.hunk, Verdict.BLOCKED, h.expected_line,
-                                     detail=f"needs {blocked_by}, which did not apply")
-                         for h in hunks]
             self._failed.add(patch)
+        if verdict in _FAILURES or verdict is Verdict.ALREADY_APPLIED:
             changes = {}
-        elif verdict is Verdict.ALREADY_APPLIED:
-            changes = {}
+        blocked_by = tuple(dict.fromkeys(h.blocked_by for h in hunks if h.blocked_by))
         result = PatchResult(patch.name, patch.subject, patch.sha256, verdict, tuple(hunks),
                              blocked_by=blocked_by, detail=_summary(verdict, hunks, blocked_by))
         self.tree.update(changes)
         return _Applied(patch, result, changes)
 
-    def _apply_file(self, fc: FileChange, recorded: str | None) -> tuple[list[HunkVerdict], Changes]:
+    def _apply_file(self, fc: FileChange, recorded: str | None,
+                    earlier: Changes) -> tuple[list[HunkVerdict], Changes]:
+        """One file's verdicts and changes; EARLIER: what this patch changed before it."""
+        blocked_path = self._not_a_folder(fc.new_path or fc.path, earlier)
+        if blocked_path:
+            return _every_hunk(fc, Verdict.CONFLICT, blocked_path), {}
         if fc.old_path is None:
             return self._create(fc)
         current = self.tree.read(fc.old_path)
         if current is None:
             target = self.mirror.rename_target(fc.old_path, self.revision.commit)
             detail = f"upstream moved it to {target}" if target else "upstream has no such file"
-            return [HunkVerdict(fc.path, h.index, Verdict.MISSING_FILE, h.old_start, detail=detail)
-                    for h in fc.hunks], {}
-        verdicts, content = apply_file(fc, current, lambda f: self._base(f, recorded), self.fuzz)
+            return _every_hunk(fc, Verdict.MISSING_FILE, detail), {}
+        if fc.binary:
+            verdicts, content = _apply_binary(fc, current)
+        else:
+            verdicts, content = apply_file(fc, current, lambda f: self._base(f, recorded), self.fuzz)
         if content is None:
             return verdicts, {}
         if fc.new_path is None:
             return verdicts, {fc.old_path: None}
-        changes: Changes = {fc.new_path: (fc.new_mode or self.tree.mode(fc.old_path), content)}
+        changes: Changes = {fc.new_path: (fc.new_mode or self.tree.mode(fc.old_path) or "100644", content)}
         if fc.new_path != fc.old_path:
             changes[fc.old_path] = None
         return verdicts, changes
 
+    def _not_a_folder(self, path: str, earlier: Changes) -> str | None:
+        """Why a folder of PATH is none in the tree (a symbolic link or a file, upstream's or one
+        an earlier patch made): writing PATH would write through the link, or replace the file."""
+        parts = path.split("/")
+        for n in range(1, len(parts)):
+            prefix = "/".join(parts[:n])
+            change = earlier.get(prefix)  # this patch's own files before this one
+            mode = (change[0] if change else None) if prefix in earlier else self.tree.mode(prefix)
+            if mode is not None:
+                kind = "a symbolic link" if mode == _SYMLINK else "a file"
+                return f"{prefix} is {kind} in the tree the patch applies to; the patch would write through it"
+        return None
+
     def _create(self, fc: FileChange) -> tuple[list[HunkVerdict], Changes]:
         path = fc.new_path or ""
-        content = _bytes([line for h in fc.hunks for line in h.new_lines])
+        if fc.binary:
+            content = binary.apply(fc.binary, b"")
+        else:
+            content = _bytes([line for h in fc.hunks for line in h.new_lines])
         existing = self.tree.read(path)
         verdict, detail = (
             (Verdict.CLEAN, "new file") if existing is None else
             (Verdict.ALREADY_APPLIED, "upstream has this file") if existing == content else
             (Verdict.CONFLICT, "the patch creates this file, but upstream has a different one"))
-        verdicts = [HunkVerdict(path, h.index, verdict, h.old_start, detail=detail) for h in fc.hunks]
-        return verdicts, ({path: (fc.new_mode or "100644", content)} if existing is None else {})
+        return _every_hunk(fc, verdict, detail), ({path: (fc.new_mode or "100644", content)} if existing is None else {})
 
-    def _base(self, fc: FileChange, recorded: str | None) -> tuple[str, bytes, bytes] | None:
+    def _base(self, fc: FileChange, recorded: str | None) -> Base | None:
         """A pre-image and post-image of this file for a 3-way merge, best source first."""
         if recorded:
             pre = self.reader.read(f"{recorded}^", fc.path)
             post = self.reader.read(recorded, fc.new_path or fc.path)
             if pre is not None and post is not None:
-                return f"the last good run ({recorded[:12]})", pre, post
+                return Base(f"the last good run ({recorded[:12]})", pre, post)
         if fc.old_blob:
             pre = self.reader.read(fc.old_blob)
             if pre is not None:
@@ -320,22 +480,48 @@ class Applier:
                 if all(places):
                     post_lines = ladder.splice(lines, places)  # type: ignore[arg-type]
                     if post_lines is not None:
-                        return f"the patch's index blob {fc.old_blob}", pre, _bytes(post_lines)
+                        return Base(f"the patch's index blob {fc.old_blob}", pre, _bytes(post_lines))
         return None
 
-    def _blocked_by(self, patch: Patch, hunks: list[HunkVerdict]) -> str | None:
+    def _mark_blocked(self, patch: Patch, hunks: list[HunkVerdict]) -> list[HunkVerdict]:
+        """Each failing hunk that needs lines of an earlier failed patch is blocked by that one."""
         by_key = {(fc.path, h.index): h for fc in patch.files for h in fc.hunks}
-        for verdict in hunks:
-            if verdict.verdict in _FAILURES:
-                name = self._failed.waits_on(verdict.file, by_key[(verdict.file, verdict.hunk)])
-                if name:
-                    return name
-        return None
+        marked = []
+        for v in hunks:
+            name = self._failed.waits_on(v.file, by_key.get((v.file, v.hunk))) if v.verdict in _FAILURES else None
+            marked.append(v if name is None else HunkVerdict(
+                v.file, v.hunk, Verdict.BLOCKED, v.expected_line,
+                detail=f"needs lines of {name}, which did not apply", blocked_by=name))
+        return marked
 
 
-def _summary(verdict: Verdict, hunks: list[HunkVerdict], blocked_by: str | None) -> str:
+def _every_hunk(fc: FileChange, verdict: Verdict, detail: str) -> list[HunkVerdict]:
+    """One verdict for all of a file's hunks (a binary file counts as one hunk)."""
+    return [HunkVerdict(fc.path, h.index, verdict, h.old_start, detail=detail) for h in fc.hunks] or \
+        [HunkVerdict(fc.path, 1, verdict, 0, detail=detail)]
+
+
+def _apply_binary(fc: FileChange, current: bytes) -> tuple[list[HunkVerdict], bytes | None]:
+    """A binary hunk applies only to the exact blob the patch names in its `index` line."""
+    assert fc.binary is not None
+    have = binary.blob_id(current)
+    if fc.new_blob and have.startswith(fc.new_blob):
+        return _every_hunk(fc, Verdict.ALREADY_APPLIED, f"upstream has the patched file (blob {have[:12]})"), None
+    if not fc.old_blob or not have.startswith(fc.old_blob):
+        return _every_hunk(fc, Verdict.CONFLICT, f"upstream's file is blob {have[:12]}, the binary patch "
+                           f"was made against {(fc.old_blob or 'an unnamed blob')[:12]}"), None
+    try:
+        content = binary.apply(fc.binary, current)
+    except binary.BadBinaryPatch as exc:
+        return _every_hunk(fc, Verdict.CONFLICT, f"the binary patch does not fit its pre-image ({exc})"), None
+    if fc.new_blob and not binary.blob_id(content).startswith(fc.new_blob):
+        return _every_hunk(fc, Verdict.CONFLICT, f"the binary patch does not give blob {fc.new_blob[:12]}"), None
+    return _every_hunk(fc, Verdict.CLEAN, "binary"), content
+
+
+def _summary(verdict: Verdict, hunks: list[HunkVerdict], blocked_by: tuple[str, ...]) -> str:
     if verdict is Verdict.BLOCKED:
-        return f"waits on {blocked_by}, which did not apply"
+        return f"waits on {', '.join(blocked_by)}, which did not apply"
     if verdict is Verdict.PARTIALLY_APPLIED:
         have = [str(h.hunk) for h in hunks if h.verdict is Verdict.ALREADY_APPLIED]
         return f"upstream already has hunk(s) {', '.join(have)}; the rest applied"

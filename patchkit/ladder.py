@@ -1,23 +1,23 @@
 """Where does a hunk go? The line-matching steps of the apply ladder, on lists of lines.
 
 Pure functions, no git and no files: `apply.py` feeds them upstream's lines and turns their
-answers into verdicts. A step answers with a unique place or says why there is none; it never
-picks one of several candidates.
+answers into verdicts. A step answers with every candidate place it accepts and every one it
+refused (a place in another function); it never picks one of several candidates.
 """
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Callable
 
 from patchkit.queue import Hunk
 
 Lines = list[str]
 
-# git's default funcname rule: the nearest line above the hunk that starts with a letter, '_' or
-# '$' (what it writes after the second "@@"), trimmed and cut at 80 bytes.
-_FUNCNAME = re.compile(r"^[A-Za-z_$]")
+# Says where a candidate place for HUNK starting at a 0-based line is, when that is another
+# function than the hunk's own (the candidate is then no candidate); None when it may go there.
+Judge = Callable[[Hunk, int], "str | None"]
 
 
 @dataclass(frozen=True)
@@ -30,23 +30,26 @@ class Place:
 
 @dataclass(frozen=True)
 class Search:
-    """The outcome of one search: a unique place, or the candidates that made it ambiguous."""
+    """The candidates of one search: those accepted, and those refused as in another function."""
 
-    place: Place | None
-    candidates: tuple[int, ...] = ()
+    places: tuple[Place, ...] = ()
+    refused: tuple[tuple[int, str], ...] = ()  # (0-based start, the function it is in)
+
+    @property
+    def place(self) -> Place | None:
+        return self.places[0] if len(self.places) == 1 else None
 
     @property
     def ambiguous(self) -> bool:
-        return self.place is None and len(self.candidates) > 1
+        return len(self.places) > 1
 
 
-def occurrences(block: tuple[str, ...], lines: Lines, index: dict[str, list[int]] | None = None) -> list[int]:
+def occurrences(block: tuple[str, ...], lines: Lines, index: dict[str, list[int]]) -> list[int]:
     """0-based starts of every exact occurrence of BLOCK in LINES."""
     if not block:
         return []
-    starts = (index or line_index(lines)).get(block[0], [])
     n = len(block)
-    return [s for s in starts if tuple(lines[s:s + n]) == block]
+    return [s for s in index.get(block[0], []) if tuple(lines[s:s + n]) == block]
 
 
 def line_index(lines: Lines) -> dict[str, list[int]]:
@@ -54,24 +57,6 @@ def line_index(lines: Lines) -> dict[str, list[int]]:
     for i, line in enumerate(lines):
         index[line].append(i)
     return index
-
-
-def funcname_at(lines: Lines, start: int) -> str:
-    for i in range(start - 1, -1, -1):
-        if _FUNCNAME.match(lines[i]):
-            return lines[i].rstrip()[:80].rstrip()
-    return ""
-
-
-def _unique(found: list[int], hunk: Hunk, lines: Lines) -> tuple[int | None, tuple[int, ...]]:
-    """The one candidate, after the hunk's function name narrowed them (never widened)."""
-    if len(found) == 1:
-        return found[0], tuple(found)
-    if len(found) > 1 and hunk.section:
-        named = [s for s in found if funcname_at(lines, s) == hunk.section]
-        if len(named) == 1:
-            return named[0], tuple(found)
-    return None, tuple(found)
 
 
 def find_exact(hunk: Hunk, lines: Lines) -> Place | None:
@@ -85,28 +70,45 @@ def find_exact(hunk: Hunk, lines: Lines) -> Place | None:
     return None
 
 
-def find_block(block: tuple[str, ...], replacement: tuple[str, ...], hunk: Hunk, lines: Lines,
-               index: dict[str, list[int]], fuzz: int = 0) -> Search:
-    start, found = _unique(occurrences(block, lines, index), hunk, lines)
-    place = Place(start, len(block), replacement, fuzz) if start is not None else None
-    return Search(place, found)
+def applied_at_recorded_line(hunk: Hunk, lines: Lines) -> Place | None:
+    """The post-image where the patch put it: upstream has the change (what else is in the file
+    does not matter). Call it after find_exact, so that the pre-image is not there too."""
+    start = hunk.old_start - 1
+    if hunk.new_lines and tuple(lines[start:start + len(hunk.new_lines)]) == hunk.new_lines:
+        return Place(start, len(hunk.new_lines), hunk.new_lines)
+    return None
 
 
-def find_offset(hunk: Hunk, lines: Lines, index: dict[str, list[int]]) -> Search:
-    """The pre-image anywhere else, if in exactly one place."""
-    return find_block(hunk.old_lines, hunk.new_lines, hunk, lines, index)
+def _judged(starts: list[int], block_len: int, replacement: tuple[str, ...], hunk: Hunk,
+            judge: Judge, fuzz: int = 0) -> Search:
+    places, refused = [], []
+    for start in starts:
+        where = judge(hunk, start)
+        if where is None:
+            places.append(Place(start, block_len, replacement, fuzz))
+        else:
+            refused.append((start, where))
+    return Search(tuple(places), tuple(refused))
 
 
-def find_applied(hunk: Hunk, lines: Lines, index: dict[str, list[int]]) -> Search:
-    """The post-image, at the recorded line or in exactly one place: upstream has the change."""
-    recorded = hunk.old_start - 1
-    if tuple(lines[recorded:recorded + len(hunk.new_lines)]) == hunk.new_lines:
-        return Search(Place(recorded, len(hunk.new_lines), hunk.new_lines), (recorded,))
-    return find_block(hunk.new_lines, hunk.new_lines, hunk, lines, index)
+def find_moved(hunk: Hunk, lines: Lines, index: dict[str, list[int]], judge: Judge) -> Search:
+    """The pre-image anywhere in the file."""
+    starts = occurrences(hunk.old_lines, lines, index)
+    return _judged(starts, len(hunk.old_lines), hunk.new_lines, hunk, judge)
 
 
-def find_fuzzed(hunk: Hunk, lines: Lines, index: dict[str, list[int]], max_fuzz: int) -> Search:
-    """GNU patch's fuzz: up to N context lines at each end may be ignored; still unique."""
+def find_applied(hunk: Hunk, lines: Lines, index: dict[str, list[int]], judge: Judge) -> Search:
+    """The post-image anywhere in the file, except where the pre-image matches as well: a hunk
+    that only deletes lines at the end of its block has a post-image that is a prefix of its
+    pre-image, and one place must not count as both."""
+    pre = set(occurrences(hunk.old_lines, lines, index))
+    starts = [s for s in occurrences(hunk.new_lines, lines, index) if s not in pre]
+    return _judged(starts, len(hunk.new_lines), hunk.new_lines, hunk, judge)
+
+
+def find_fuzzed(hunk: Hunk, lines: Lines, index: dict[str, list[int]], max_fuzz: int, judge: Judge) -> Search:
+    """GNU patch's fuzz: up to N context lines at each end may be ignored; the least fuzz that
+    finds any candidate decides."""
     for fuzz in range(1, max_fuzz + 1):
         lead = min(fuzz, hunk.leading_context)
         trail = min(fuzz, hunk.trailing_context)
@@ -114,10 +116,13 @@ def find_fuzzed(hunk: Hunk, lines: Lines, index: dict[str, list[int]], max_fuzz:
         new = hunk.new_lines[lead:len(hunk.new_lines) - trail]
         if not old:
             break
-        search = find_block(old, new, hunk, lines, index, fuzz)
-        if search.place or search.ambiguous:
-            return search
-    return Search(None)
+        # The judge looks at where the whole hunk would start, ignored context included.
+        starts = [s - lead for s in occurrences(old, lines, index)]
+        search = _judged(starts, len(old), new, hunk, judge, fuzz)
+        if search.places or search.refused:
+            return Search(tuple(Place(p.start + lead, p.length, p.lines, fuzz) for p in search.places),
+                          search.refused)
+    return Search()
 
 
 def nearest(hunk: Hunk, lines: Lines, index: dict[str, list[int]]) -> tuple[int, tuple[str, ...]] | None:
@@ -148,3 +153,12 @@ def splice(lines: Lines, places: list[Place]) -> Lines | None:
         out[place.start:place.start + place.length] = place.lines
         previous_start = place.start
     return out
+
+
+def spliced_ranges(places: dict[int, Place]) -> dict[int, tuple[int, int]]:
+    """Where each place's lines end up in the spliced file: key -> [start, end) there."""
+    ranges, shift = {}, 0
+    for key, place in sorted(places.items(), key=lambda item: item[1].start):
+        ranges[key] = (place.start + shift, place.start + shift + len(place.lines))
+        shift += len(place.lines) - place.length
+    return ranges

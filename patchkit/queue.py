@@ -11,10 +11,13 @@ import email.errors
 import email.header
 import email.utils
 import hashlib
+import posixpath
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from patchkit import binary
+from patchkit.binary import BinaryPatch
 from patchkit.errors import PatchkitError
 from patchkit.git import Identity, validate_repo_path
 from patchkit.project import Project
@@ -47,6 +50,8 @@ class FileChange:
     old_blob: str | None  # abbreviated or full blob id from the `index` line
     new_mode: str | None
     hunks: tuple[Hunk, ...]
+    new_blob: str | None = None
+    binary: BinaryPatch | None = None  # a `GIT binary patch` (then there are no hunks)
 
     @property
     def path(self) -> str:
@@ -105,14 +110,14 @@ def parse_series(series: Path) -> list[str]:
         words = raw.split("#", 1)[0].split()
         if not words:
             continue
-        name, options = words[0], words[1:]
+        name, options = posixpath.normpath(words[0]), words[1:]
         where = f"{series}:{lineno}"
         if options not in ([], ["-p1"]):
             raise PatchkitError(f"{where}: unsupported series option {' '.join(options)!r}",
                                 "patches must be -p1 (a/ and b/ prefixes)")
         validate_repo_path(name)
         if name in seen:
-            raise PatchkitError(f"{where}: {name} is listed twice (first at line {seen[name]})",
+            raise PatchkitError(f"{where}: {words[0]} is listed twice (first at line {seen[name]})",
                                 "remove the duplicate line")
         if not (series.parent / name).is_file():
             raise PatchkitError(f"{where}: {name} does not exist in {series.parent}",
@@ -170,7 +175,7 @@ def _parse_header(header: str, path: Path) -> tuple[Identity, str, str]:
             value += " " + lines[i].strip()  # folded header
         fields.setdefault(m.group(1).lower(), _decoded(value))
         i += 1
-    message = "\n".join(lines[i:])
+    message = _mail_text("\n".join(lines[i:]))
     message = re.split(r"^---\s*$", message, maxsplit=1, flags=re.M)[0].strip("\n")
     who = fields.get("from") or fields.get("author")
     name, addr = email.utils.parseaddr(who or "")
@@ -188,11 +193,23 @@ def _parse_header(header: str, path: Path) -> tuple[Identity, str, str]:
 
 
 def _decoded(value: str) -> str:
-    """git format-patch writes non-ASCII names and subjects as RFC 2047 words (=?UTF-8?q?...?=)."""
+    """A header as mail readers decode it: RFC 2047 words (=?UTF-8?q?...?=, what git format-patch
+    writes), else the raw bytes as UTF-8, else as Latin-1."""
+    text = _mail_text(value)
     try:
-        return str(email.header.make_header(email.header.decode_header(value)))
-    except (UnicodeDecodeError, LookupError, email.errors.HeaderParseError):
-        return value
+        return str(email.header.make_header(email.header.decode_header(text)))
+    except (UnicodeError, LookupError, email.errors.HeaderParseError):
+        return text
+
+
+def _mail_text(value: str) -> str:
+    """VALUE was read with surrogateescape: its bytes as UTF-8 when they are, else as Latin-1
+    (old mailers' default), so that the commit never carries undecodable bytes."""
+    raw = value.encode("utf-8", errors="surrogateescape")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw.decode("latin-1")
 
 
 def _git_date(value: str | None, path: Path) -> str:
@@ -228,28 +245,42 @@ def _parse_diff(diff: str, path: Path, first_line: int) -> tuple[FileChange, ...
         line = first_line + _failing_hunk_line(diff)
         raise PatchkitError(f"{path}:{line}: malformed or truncated patch ({exc})",
                             "re-export it with git format-patch (patches copied from web pages lose lines)") from None
-    changes = []
+    # unidiff drops the data of binary files: keep each file's own part of the diff for that.
+    parts = re.split(r"(?m)^(?=diff --git )", diff)
+    sections = dict(enumerate(p for p in parts if p.startswith("diff --git ")))
+    changes: list[FileChange] = []
     for pf in patch_set:
         info = str(pf.patch_info)
         old = None if pf.source_file == "/dev/null" else _strip_prefix(pf.source_file, "a/", path)
         new = None if pf.target_file == "/dev/null" else _strip_prefix(pf.target_file, "b/", path)
-        if pf.is_binary_file and "GIT binary patch" not in info:
-            raise PatchkitError(f"{path}: {new or old}: 'Binary files differ' without the binary data",
-                                "re-export with `git format-patch --binary`")
-        if pf.is_binary_file:
-            raise PatchkitError(f"{path}: {new or old}: binary patches are not supported yet",
-                                "carry the binary file as a text-encoded asset")
         index = re.search(r"^index ([0-9a-f]+)\.\.([0-9a-f]+)(?: (\d+))?$", info, re.M)
         mode = re.search(r"^new (?:file )?mode (\d+)$", info, re.M)
+        blobs = [b if b and set(b) != {"0"} else None for b in (index.groups()[:2] if index else (None, None))]
+        data = None
+        if pf.is_binary_file:
+            data = _binary(sections.get(len(changes), ""), f"{path}: {new or old}")
+            if not index:
+                raise PatchkitError(f"{path}: {new or old}: binary patch without an index line",
+                                    "re-export with `git format-patch --binary --full-index`")
         changes.append(FileChange(
-            old_path=old, new_path=new,
-            old_blob=index.group(1) if index and set(index.group(1)) != {"0"} else None,
+            old_path=old, new_path=new, old_blob=blobs[0],
             new_mode=mode.group(1) if mode else (index.group(3) if index else None),
             hunks=tuple(_hunk(i, h) for i, h in enumerate(pf, 1)),
+            new_blob=blobs[1], binary=data,
         ))
     if not changes:
         raise PatchkitError(f"{path}: the diff changes no file", "re-export the patch")
     return tuple(changes)
+
+
+def _binary(section: str, where: str) -> BinaryPatch:
+    """The `GIT binary patch` data of one file's part of a diff."""
+    lines = section.splitlines(keepends=True)
+    start = next((i for i, line in enumerate(lines) if line.rstrip("\n") == "GIT binary patch"), None)
+    if start is None:
+        raise PatchkitError(f"{where}: 'Binary files differ' without the binary data",
+                            "re-export with `git format-patch --binary`")
+    return binary.parse(lines[start + 1:], where)
 
 
 def _strip_prefix(name: str, prefix: str, path: Path) -> str:

@@ -208,7 +208,7 @@ def test_a_failing_patch_blocks_its_dependents_and_hides_nothing_else(tmp_path, 
     report = apply(project, "scenario/conflict")
     verdicts = [p.verdict for p in report.patches]
     assert verdicts == [Verdict.CONFLICT, Verdict.BLOCKED, Verdict.CLEAN]
-    assert report.patches[1].blocked_by == seed_patch_path().name
+    assert report.patches[1].blocked_by == (seed_patch_path().name,)
     assert report.patches[2].commit == report.tip
     assert (project.output_dir / "README.md").read_text().endswith("Carried by the fork.\n")
     good = apply(project, "b1000")

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from patchkit import ladder
-from patchkit.apply import Verdict, apply_file
+from patchkit.apply import Base, Verdict, apply_file
 from patchkit.queue import FileChange, Hunk
+from patchkit.scopes import funcname_at
 
 
 def hunk(old: list[str], new: list[str], start: int, section: str = "", index: int = 1) -> Hunk:
@@ -63,10 +64,12 @@ def test_the_function_name_narrows_candidates_to_one():
     assert content == text(["void f() {", *BLOCK, "}", "void g() {", *CHANGED, "}"])
 
 
-def test_the_function_name_never_widens():
+def test_candidates_in_other_functions_are_no_candidates():
     lines = ["void f() {", *BLOCK, "}", "void g() {", *BLOCK, "}"]
-    verdict, _ = run(hunk(BLOCK, CHANGED, 40, section="void h() {"), lines)
-    assert verdict.verdict is Verdict.AMBIGUOUS
+    verdict, content = run(hunk(BLOCK, CHANGED, 40, section="void h() {"), lines)
+    assert verdict.verdict is Verdict.CONFLICT and content is None
+    assert verdict.detail == ("the pre-image is only found at line 2, in `void f() {`; the patch names `void h() {`; "
+                              "the pre-image is only found at line 8, in `void g() {`; the patch names `void h() {`")
 
 
 def test_post_image_present_is_already_applied():
@@ -102,15 +105,15 @@ def test_fuzz_only_when_asked_and_marked():
 def test_three_way_merge_from_a_base(use_line, verdict):
     base, patched = ["void f() {", *BLOCK, "}"], ["void f() {", *CHANGED, "}"]
     upstream = ["void f() {", "    int a = 10;", "    int b = 2;", use_line, "    done();", "}"]
-    result, content = run(hunk(BLOCK, CHANGED, 2), upstream, bases=lambda fc: ("base", text(base), text(patched)))
+    result, content = run(hunk(BLOCK, CHANGED, 2), upstream, bases=lambda fc: Base("base", text(base), text(patched)))
     assert result.verdict is verdict
     assert content == text(["void f() {", "    int a = 10;", "    int b = 2;", "    use(a, b);", "    done();", "}"])
 
 
 def test_funcname_follows_gits_default_rule():
     lines = ["struct s {", "    int x;", "private:", "    void f();", "    int y;"]
-    assert ladder.funcname_at(lines, 4) == "private:"
-    assert ladder.funcname_at(lines, 1) == "struct s {"
+    assert funcname_at(lines, 4) == "private:"
+    assert funcname_at(lines, 1) == "struct s {"
 
 
 def test_a_hunk_without_context_is_never_placed_by_line_number():
