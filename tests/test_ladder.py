@@ -13,8 +13,9 @@ from patchkit.scopes import funcname_at
 def hunk(old: list[str], new: list[str], start: int, section: str = "", index: int = 1) -> Hunk:
     old_t = tuple(f"{line}\n" for line in old)
     new_t = tuple(f"{line}\n" for line in new)
-    lead = next(i for i, (a, b) in enumerate(zip(old_t, new_t)) if a != b)
-    trail = next(i for i, (a, b) in enumerate(zip(reversed(old_t), reversed(new_t))) if a != b)
+    shorter = min(len(old_t), len(new_t))
+    lead = next((i for i, (a, b) in enumerate(zip(old_t, new_t)) if a != b), shorter)
+    trail = next((i for i, (a, b) in enumerate(zip(reversed(old_t), reversed(new_t))) if a != b), shorter)
     return Hunk(index, start, start, section, old_t, new_t, lead, trail)
 
 
@@ -122,3 +123,95 @@ def test_a_hunk_without_context_is_never_placed_by_line_number():
     verdict, content = run(bare, filler(2, "new") + ["void f() {", *BLOCK, "}"])
     assert verdict.verdict is Verdict.AMBIGUOUS and content is None
     assert "no context lines" in verdict.detail
+
+
+# -- a hunk never moves to another function ---------------------------------------------------
+
+@pytest.mark.parametrize("upstream, where", [
+    # the real site changed one context line; the twin kept the pre-image
+    (["void first() {", *BLOCK, "}", "", "void second() {", "    int a = 10;", *BLOCK[1:], "}"], 2),
+    # the real site's function is gone; the twin remains
+    (["void first() {", *BLOCK, "}"], 2),
+    # the real site only gained trailing whitespace on a context line
+    (["void first() {", *BLOCK, "}", "", "void second() {", "    int a = 1;  ", *BLOCK[1:], "}"], 2),
+])
+def test_the_only_match_in_another_function_is_refused(upstream, where):
+    verdict, content = run(hunk(BLOCK, CHANGED, 9, section="void second() {"), upstream)
+    assert verdict.verdict is Verdict.CONFLICT and content is None
+    assert verdict.detail == (f"the pre-image is only found at line {where}, in `void first() {{`; "
+                              "the patch names `void second() {`")
+
+
+def test_a_cpp_twin_in_another_method_of_the_same_class_is_refused_and_the_merge_places_it():
+    """git names both methods `private:`; the parse of the pre-image tells them apart."""
+    def cls(first: list[str], second: list[str]) -> list[str]:
+        return ["struct S {", "private:", "    void first() {", *first, "    }",
+                "    void second() {", *second, "    }", "};"]
+
+    pre, post = cls(BLOCK, BLOCK), cls(BLOCK, CHANGED)
+    moved_site = ["    int a = 10;", *BLOCK[1:]]
+    h = hunk(BLOCK, CHANGED, 10, section="private:")
+    fc = FileChange("s.cpp", "s.cpp", None, None, (h,))
+    verdicts, content = apply_file(fc, text(cls(BLOCK, moved_site)), lambda f: Base("b", text(pre), text(post)), 0)
+    assert verdicts[0].verdict is Verdict.MERGED
+    assert content == text(cls(BLOCK, ["    int a = 10;", *CHANGED[1:]]))
+    # Without the merge's help (a base whose post-image cannot merge) it is a conflict, never the twin.
+    clash = cls(BLOCK, ["    int a = 10;", "    int b = 2;", "    use(a, c);", "    done();"])
+    verdicts, content = apply_file(fc, text(clash), lambda f: Base("b", text(pre), text(post)), 0)
+    assert verdicts[0].verdict is Verdict.CONFLICT and content is None
+    assert "the pre-image is only found at line 4, in `S::first` (by a C++ parse); the patch's own place " \
+           "is in `S::second`" in verdicts[0].detail
+
+
+def test_line_steps_and_merge_must_agree():
+    """A section-less hunk finds the twin by lines; the merge puts it at the real site: refused."""
+    pre = ["void f() {", *BLOCK, "}", "void g() {", *BLOCK, "}"]
+    post = ["void f() {", *BLOCK, "}", "void g() {", *CHANGED, "}"]
+    upstream = ["void f() {", *BLOCK, "}", "void g() {", "    int a = 10;", *BLOCK[1:], "}"]
+    h = hunk(BLOCK, CHANGED, 8)
+    verdict, content = run(h, upstream, bases=lambda fc: Base("the base", text(pre), text(post)))
+    assert verdict.verdict is Verdict.CONFLICT and content is None
+    assert verdict.detail == ("the line steps put it at line 2, the 3-way merge from the base elsewhere: "
+                              "they disagree, so neither is trusted")
+    verdict, content = run(h, upstream)  # no base, no second opinion: today's rules
+    assert verdict.verdict is Verdict.OFFSET
+
+
+def test_already_applied_at_the_recorded_line_wins_over_a_twin():
+    upstream = ["void first() {", *BLOCK, "}", "", "void second() {", *CHANGED, "}"]
+    for section in ("", "void second() {"):
+        verdict, content = run(hunk(BLOCK, CHANGED, 9, section=section), upstream)
+        assert verdict.verdict is Verdict.ALREADY_APPLIED and verdict.actual_line == 9
+        assert content == text(upstream)
+
+
+def test_deleting_the_blank_last_line_is_one_place_not_ambiguous():
+    tail = ["    done();", "}", "// end", ""]
+    h = hunk(tail, tail[:-1], 20)  # no trailing context: its post-image is a prefix of its pre-image
+    upstream = filler(30, "x") + ["void f() {", *BLOCK[:-1], *tail]
+    verdict, content = run(h, upstream)
+    assert (verdict.verdict, verdict.actual_line) == (Verdict.OFFSET, 35)
+    assert content == text(upstream[:-1])
+    twice = ["void f() {", *tail[:-1], "void g() {", *tail]
+    verdict, _ = run(hunk(tail, tail[:-1], 40), twice)
+    assert verdict.verdict is Verdict.AMBIGUOUS  # pre-image at 6, post-image at 2: two places
+    assert verdict.detail == "the pre-image occurs at line 6 and the post-image at line 2; refusing to guess"
+
+
+def test_an_ambiguous_message_names_every_place():
+    lines = ["void f() {", *BLOCK, "}", "void g() {", *BLOCK, "}"]
+    verdict, _ = run(hunk(BLOCK, CHANGED, 40), lines)
+    assert verdict.detail == "the pre-image occurs at lines 2, 8; refusing to guess"
+
+
+def test_fuzz_never_moves_to_another_function():
+    upstream = ["void first() {", "    int a = 0;", *BLOCK[1:], "}", "void second() {", "    gone();", "}"]
+    verdict, content = run(hunk(BLOCK, CHANGED, 8, section="void second() {"), upstream, fuzz=1)
+    assert verdict.verdict is Verdict.CONFLICT and content is None
+    assert "the fuzzed pre-image is only found at line 2, in `void first() {`" in verdict.detail
+
+
+def test_nearest_lines_mark_what_differs():
+    upstream = ["void f() {", "    int a = 1;", "    int b = 3;", "    use(a);", "    done();", "}"]
+    verdict, _ = run(hunk(BLOCK, CHANGED, 2), upstream)
+    assert verdict.nearest_differs == (1,)

@@ -97,6 +97,7 @@ def test_series_comments_blank_lines_and_p1(tmp_path):
 @pytest.mark.parametrize("series, message", [
     ("a.patch\nmissing.patch\n", "series:2: missing.patch does not exist"),
     ("a.patch\n\na.patch\n", "series:3: a.patch is listed twice (first at line 1)"),
+    ("a.patch\n./a.patch\n", "series:2: ./a.patch is listed twice (first at line 1)"),
     ("a.patch -p0\n", "series:1: unsupported series option '-p0'"),
     ("../a.patch\n", "unsafe path '../a.patch'"),
 ])
