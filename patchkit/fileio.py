@@ -1,30 +1,42 @@
-"""Writing the user's files: whole or not at all, with the permissions a plain write would give."""
+"""Writing the user's files: whole or not at all, with the permissions a plain write would give.
+
+A path names what the user means: a symlink is followed and its target replaced (the link is
+kept), and a character device or FIFO (/dev/null, a pipe another process reads) is written
+through, never replaced.
+"""
 
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
+from typing import Hashable
 
 from patchkit.errors import PatchkitError
 
 
 def atomic_write(path: Path, data: bytes) -> None:
-    """Write to a temporary file beside PATH and rename it over PATH.
+    """Write DATA to what PATH names: a file is replaced by renaming a temporary file over it.
 
     A failed run never leaves half a file where a CI job expects a whole one.
     """
+    target = _resolve(path)
+    if _is_stream(path, target):
+        _write_through(path, target, data)
+        return
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        if not path.is_symlink():  # a dangling link's target is written only where its folder is
+            target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     except OSError as exc:
         raise PatchkitError(f"cannot write {path}: {exc.strerror}", "choose a writable location") from None
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
         # mkstemp makes 0600 files; keep the old file's mode, else what a plain write would give.
-        os.chmod(tmp, path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~_umask())
-        os.replace(tmp, path)
+        os.chmod(tmp, target.stat().st_mode & 0o7777 if target.exists() else 0o666 & ~_umask())
+        os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -35,13 +47,65 @@ def ensure_writable(*targets: str | Path | None) -> None:
     for target in targets:
         if target is None or str(target) == "-":
             continue
-        path = Path(target).absolute()
-        if path.is_dir():
-            raise PatchkitError(f"{target} is a folder", "give a file name for the report")
-        folder = next(p for p in path.parents if p.exists())  # the one the file (or its folders) go in
+        path = Path(target)
+        real = _resolve(path)
+        if _is_stream(path, real):
+            if not os.access(real, os.W_OK):
+                raise PatchkitError(f"cannot write {target}: permission denied", "choose a writable location")
+            continue
+        if path.is_symlink() and not real.parent.is_dir():
+            raise PatchkitError(f"{target} is a symlink to {real}, whose folder does not exist",
+                                "create that folder or point the link elsewhere")
+        folder = next(p for p in real.parents if p.exists())  # the one the file (or its folders) go in
         if not folder.is_dir() or not os.access(folder, os.W_OK):
             raise PatchkitError(f"cannot write {target}: {folder} is not a writable folder",
                                 "choose a writable location")
+
+
+def target_identity(target: str | Path) -> Hashable:
+    """What a write to TARGET lands on, so two names for one file ('a', './a', a link) compare equal."""
+    if str(target) == "-":
+        return "-"
+    real = _resolve(Path(target))
+    try:
+        st = real.stat()
+    except OSError:
+        return str(real)  # not there yet: its resolved name is all there is
+    return st.st_dev, st.st_ino  # hard links and bind mounts too
+
+
+def _resolve(path: Path) -> Path:
+    try:
+        return path.absolute().resolve()
+    except (OSError, RuntimeError):  # RuntimeError: a symlink loop (Python < 3.13)
+        raise PatchkitError(f"cannot write {path}: a symlink loop", "point the link at a file") from None
+
+
+def _is_stream(path: Path, real: Path) -> bool:
+    """True for a character device or FIFO; only those and files (or nothing yet) can take a report."""
+    try:
+        mode = real.stat().st_mode
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise PatchkitError(f"cannot write {path}: {exc.strerror}", "choose a writable location") from None
+    if stat.S_ISDIR(mode):
+        raise PatchkitError(f"{path} is a folder", "give a file name for the report")
+    if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
+        return True
+    if not stat.S_ISREG(mode):
+        raise PatchkitError(f"cannot write {path}: not a file, a character device or a FIFO",
+                            "give a file name for the report")
+    return False
+
+
+def _write_through(path: Path, target: Path, data: bytes) -> None:
+    try:
+        # No O_CREAT or O_TRUNC: the device or FIFO is there, and it is not ours to replace.
+        with os.fdopen(os.open(target, os.O_WRONLY), "wb") as fh:
+            fh.write(data)
+    except OSError as exc:
+        raise PatchkitError(f"cannot write {path}: {exc.strerror}", "choose a writable location") from None
 
 
 def _umask() -> int:

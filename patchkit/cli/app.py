@@ -18,16 +18,33 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-def _writable(target: Optional[str]) -> Optional[str]:
-    """Report targets are checked while parsing, so a bad one fails before any work is done."""
-    from patchkit.fileio import ensure_writable
+_REPORT_TARGETS = "patchkit.report-targets"
 
+
+def _report_target(ctx: typer.Context, param: typer.CallbackParam, target: Optional[str]) -> Optional[str]:
+    """Report targets are checked while parsing, so a bad one, or two reports on one file, fail
+    before any work is done (the second report would silently replace the first)."""
+    from patchkit.errors import PatchkitError
+    from patchkit.fileio import ensure_writable, target_identity
+
+    if target is None or ctx.resilient_parsing:  # resilient: shell completion, which must not fail
+        return target
     ensure_writable(target)
+    seen = ctx.meta.setdefault(_REPORT_TARGETS, {})
+    flag, key = param.opts[0], target_identity(target)
+    if key in seen:
+        other_flag, other = seen[key]
+        if target == "-":
+            raise PatchkitError(f"{other_flag} and {flag} both write to standard output",
+                                "send at most one report to '-'")
+        raise PatchkitError(f"{other_flag} {other} and {flag} {target} are the same file",
+                            "give each report its own file")
+    seen[key] = (flag, target)
     return target
 
 
 def report_option(flag: str, what: str):
-    return typer.Option(None, flag, metavar="FILE", callback=_writable,
+    return typer.Option(None, flag, metavar="FILE", callback=_report_target,
                         help=f"Write {what} to FILE ('-' for stdout).")
 
 
@@ -39,12 +56,23 @@ UpstreamOpt = typer.Option(None, "--upstream", metavar="URL_OR_PATH",
 NoFetchOpt = typer.Option(False, "--no-fetch", help="Use the mirror as it is, without fetching.")
 
 _state = {"quiet": False, "verbose": False}
+_UNLIMITED = 1 << 20  # columns: effectively unlimited (rich needs a number)
+
+
+def _version(show: bool) -> None:
+    if show:
+        from patchkit import __version__
+
+        print(f"patchkit {__version__}")
+        raise typer.Exit()
 
 
 @app.callback()
 def _root(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only errors and the verdict line."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Print more detail."),
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Print the version (as patchkit.lock records it) and exit."),
 ) -> None:
     _state["quiet"], _state["verbose"] = quiet, verbose
 
@@ -60,10 +88,13 @@ def is_verbose() -> bool:
 def console(stderr: bool = False):  # -> rich.console.Console; rich is imported only when drawing
     from rich.console import Console
 
-    # rich already honours NO_COLOR and plain output when not on a terminal.
-    # Off a terminal rich assumes 80 columns; CI logs read better wider (COLUMNS still wins).
-    wide = None if sys.stdout.isatty() or "COLUMNS" in os.environ else 120
-    return Console(stderr=stderr, highlight=False, soft_wrap=False, width=wide)
+    # rich already honours NO_COLOR and plain output when not on a terminal. Off a terminal it
+    # would assume 80 columns and wrap or cut; CI logs keep whole lines, so nothing is wrapped or
+    # cut there unless COLUMNS asks for it. Tables still size to their content, so nothing pads.
+    stream = sys.stderr if stderr else sys.stdout
+    if stream.isatty() or "COLUMNS" in os.environ:
+        return Console(stderr=stderr, highlight=False, soft_wrap=False)
+    return Console(stderr=stderr, highlight=False, soft_wrap=True, width=_UNLIMITED)
 
 
 def emit(reports: dict[Optional[str], Callable[[], str]], terminal: Callable[[], None]) -> None:

@@ -43,8 +43,8 @@ def to_json(kind: str, result: Any) -> str:
 def write_output(target: str | Path, text: str) -> None:
     """Write a report to FILE, or to standard output for '-'.
 
-    Written to a temporary file beside the target and renamed, so that a failed run never leaves
-    half a report where a CI job expects a whole one.
+    A file is replaced whole (a symlink's target, the link kept), so that a failed run never
+    leaves half a report where a CI job expects a whole one; a device or FIFO is written through.
     """
     if str(target) == "-":
         sys.stdout.write(text)
