@@ -288,9 +288,7 @@ class _FileLadder:
             return None
         result, conflicts = git.merge_file(self.current, base.pre, base.post)
         if conflicts:
-            for h in unresolved:
-                self.refusals[h.index] = "; ".join(
-                    filter(None, [f"3-way merge from {base.label} conflicts", self.refusals.get(h.index)]))
+            self._refuse_merge(unresolved, f"3-way merge from {base.label} conflicts")
             return None
         for index in self._disagreements(_lines(result), complete=not unresolved):
             v = self.verdicts[index]
@@ -300,10 +298,38 @@ class _FileLadder:
                        f"{base.label} elsewhere: they disagree, so neither is trusted")
         if not unresolved:
             return None
+        elsewhere = self._merged_elsewhere(_lines(result))
+        if elsewhere:
+            self._refuse_merge(unresolved, f"the 3-way merge from {base.label} {elsewhere}")
+            return None
         verdict = Verdict.ALREADY_APPLIED if result == self.current else Verdict.MERGED
         for h in unresolved:
             self.found(h, verdict, None, detail=f"3-way merge from {base.label}")
         return result
+
+    def _refuse_merge(self, unresolved: list[Hunk], why: str) -> None:
+        for h in unresolved:
+            self.refusals[h.index] = "; ".join(filter(None, [why, self.refusals.get(h.index)]))
+
+    def _merged_elsewhere(self, merged: list[str]) -> str | None:
+        """Where the merge put a change outside every function the patch changes (C/C++).
+
+        A merge aligns lines, not functions: when the hunk's own site changed and a twin kept its
+        lines, the merge takes the twin as readily as the line steps would."""
+        sectioned = [h for h in self.fc.hunks if h.section]
+        own = {self._own_function(h) for h in sectioned}
+        if not sectioned or None in own:
+            return None  # not C/C++, or a hunk's own place is unknown: nothing to compare with
+        current = self._scopes_of("current", self.lines)
+        after = self._scopes_of("merged", merged)
+        for _, i1, i2, j1, j2 in (op for op in difflib.SequenceMatcher(
+                None, self.lines, merged, autojunk=False).get_opcodes() if op[0] != "equal"):
+            there = after.scope_at(j1) if j2 > j1 else current.scope_at(min(i1, len(self.lines) - 1))
+            if there not in own:
+                return (f"put a change at line {j1 + 1}, in `{there or 'file scope'}` (by a C++ parse), "
+                        f"where the patch changes nothing; its hunks are in "
+                        + ", ".join(f"`{s or 'file scope'}`" for s in sorted(own)))
+        return None
 
     def _disagreements(self, merged: list[str], complete: bool) -> set[int]:
         """Hunks whose lines the line steps and the merge put differently. With every hunk placed
@@ -527,10 +553,9 @@ def _summary(verdict: Verdict, hunks: list[HunkVerdict], blocked_by: tuple[str, 
         return f"upstream already has hunk(s) {', '.join(have)}; the rest applied"
     if verdict is Verdict.ALREADY_APPLIED:
         return "upstream has the whole change; drop the patch from the queue"
-    failing = [h for h in hunks if h.verdict in _FAILURES]
-    if failing:
-        return "; ".join(f"{h.file} hunk {h.hunk}: {h.verdict.value}" for h in failing)
-    return ""
+    # The verdict stands beside this text in every report: name it only where a hunk's differs.
+    return "; ".join(f"{h.file} hunk {h.hunk}" + (f" ({h.verdict.value})" if h.verdict is not verdict else "")
+                     for h in hunks if h.verdict in _FAILURES)
 
 
 def fast_import(mirror: Mirror, revision: Revision, applied: list[_Applied], ref: str) -> list[str]:

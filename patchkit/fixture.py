@@ -50,7 +50,7 @@ SCENARIOS: tuple[Scenario, ...] = (
              "and between hunks 5 and 6: three different offsets"),
     Scenario("ambiguous", "scenario/ambiguous", "hunk 6's site changed its log line, and its "
              "pre-image appears in two other functions: an applier must refuse, not guess (with a "
-             "3-way base, the merge places it and the site checks flag the two copies)"),
+             "3-way base too: the merge would take a twin)"),
     Scenario("merged", "scenario/merged", "upstream changed the first context line of hunk 4: "
              "no exact match, a 3-way merge resolves it"),
     Scenario("conflict", "scenario/conflict", "upstream changed the very line hunk 4 removes"),

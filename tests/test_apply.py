@@ -69,6 +69,26 @@ def test_ambiguous_refuses_to_guess(project, upstream):
                                              cwd=upstream.path) + "\n"
 
 
+def method(text: str, name: str) -> str:
+    """The body of the fixture's method NAME (its closing brace is the first at class indent)."""
+    start = text.index(f"void {name}()")
+    return text[start:text.index("\n    }\n", start)]
+
+
+def test_with_a_base_neither_the_line_steps_nor_the_merge_take_a_twin(project, upstream):
+    """scenario/ambiguous: hunk 6's own site (in rollback_rejected_drafts) changed; its pre-image
+    is only in two other methods of the same class, which git names `private:` too. The parse of
+    the base tells the methods apart, and the merge, which aligns lines, would take a twin."""
+    apply(project, "b1000")
+    report = apply(project, "scenario/ambiguous")
+    assert hunk_verdicts(report) == ["clean"] * 5 + ["conflict"] and report.exit_code == 1
+    detail = report.patches[0].hunks[5].detail
+    assert "put a change at line 4007, in `server_context_impl::rollback_evicted_drafts`" in detail
+    assert ("the pre-image is only found at line 3972, in `server_context_impl::rollback_cancelled_drafts` "
+            "(by a C++ parse); the patch's own place is in `server_context_impl::rollback_rejected_drafts`") in detail
+    assert report.tip == report.upstream_commit
+
+
 def test_merged_needs_a_base_and_uses_the_recorded_one(project, upstream):
     first = apply(project, "scenario/merged")
     assert first.patches[0].verdict is Verdict.CONFLICT

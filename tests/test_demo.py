@@ -33,10 +33,8 @@ def test_demo_json(tmp_path):
     assert data["head"]["passed"] and data["head"]["patches"][0]["verdict"] == "offset"
     verdicts = {scenario["name"]: report["patches"][0]["verdict"] for scenario, report in data["tour"]}
     assert verdicts["new-site"] == "clean"
-    # The HEAD run recorded a 3-way base: the merge, not a twin, takes hunk 6, and the site checks
-    # name the twins' unpatched calls.
-    ambiguous = next(report for scenario, report in data["tour"] if scenario["name"] == "ambiguous")
-    assert verdicts["ambiguous"] == "merged" and not ambiguous["checks"]["passed"]
+    # The HEAD run recorded a 3-way base; its merge would take a twin of hunk 6's site: refused.
+    assert verdicts["ambiguous"] == "conflict"
 
 
 def test_demo_refuses_a_folder_that_is_not_empty(tmp_path):

@@ -24,8 +24,8 @@ def hunk_lines(h: HunkVerdict) -> list[str]:
     """What a maintainer needs about one hunk that is not simply good."""
     lines = [f"hunk {h.hunk} {h.verdict.value} at {hunk_where(h)}" + (f": {h.detail}" if h.detail else "")]
     if h.nearest_line is not None:
-        lines.append(f"  nearest upstream lines at {h.file}:{h.nearest_line}:")
-        lines += [f"    {text.rstrip()}" for text in h.nearest]
+        lines.append(f"  nearest upstream lines at {h.file}:{h.nearest_line} ('!' where they differ from the hunk):")
+        lines += [f"  {'!' if i in h.nearest_differs else ' '} {text.rstrip()}" for i, text in enumerate(h.nearest)]
     return lines
 
 
