@@ -38,8 +38,10 @@ def test_a_failed_fetch_leaves_the_mirror_usable(tmp_path, upstream):
     report = run_apply(project, ApplyOptions(spec="upstream@b1000", check=False))
     assert report.exit_code == 0 and report.upstream_commit == upstream.base_commit
     assert any("cannot fetch upstream" in w and "mirror's copy of b1000" in w for w in report.warnings)
-    with pytest.raises(EnvironmentProblem, match="cannot fetch upstream"):
+    # the path is gone and the mirror cannot serve the ref either: bad configuration, not the network
+    with pytest.raises(PatchkitError, match="no such path") as err:
         run_apply(project, ApplyOptions(spec="upstream@scenario/does-not-exist", check=False))
+    assert err.value.exit_code == 2
     assert first.tip == run_apply(project, ApplyOptions(spec="upstream@HEAD", check=False)).tip
 
 
