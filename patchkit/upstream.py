@@ -134,7 +134,8 @@ class Mirror:
                 self.fetch(progress)
             except EnvironmentProblem as exc:
                 commit = self._lookup(ref) if self.exists else None
-                if commit is None and not git.is_url(self.url) and not Path(self.url).exists():
+                local = self.url.removeprefix("file://")
+                if commit is None and not git.is_url(local) and not Path(local).exists():
                     raise PatchkitError(f"upstream {self.url}: no such path",
                                         "fix upstream.url in patchkit.yaml, or use --upstream with "
                                         "an existing repository path or a URL") from None
@@ -147,7 +148,8 @@ class Mirror:
         commit = self._lookup(ref)
         if commit is None:
             raise PatchkitError(f"unknown upstream ref {ref!r}{self._suggest(ref)}",
-                                "name a branch, a tag (b7421, v0.7.0), a commit id, HEAD or locked")
+                                "name a branch, a tag (b7421, v0.7.0), a commit id, HEAD or locked, "
+                                "optionally followed by ~N or ^N")
         date = git.run(["show", "-s", "--format=%cd", "--date=raw", commit], cwd=self.path)
         if _SUFFIX.search(ref):
             branch = git.run(["rev-parse", "--short=12", commit], cwd=self.path)

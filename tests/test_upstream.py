@@ -97,11 +97,12 @@ def test_stale_git_locks_in_the_mirror_do_not_stop_the_next_run(tmp_path, upstre
     assert not [lock for lock in stale if lock.exists()]
 
 
-def test_a_missing_local_upstream_path_is_bad_configuration(tmp_path):
-    root = write_project(tmp_path / "fork", str(tmp_path / "no-such-upstream"))
+@pytest.mark.parametrize("scheme", ["", "file://"])
+def test_a_missing_local_upstream_path_is_bad_configuration(tmp_path, scheme):
+    root = write_project(tmp_path / "fork", f"{scheme}{tmp_path / 'no-such-upstream'}")
     proc = run_cli("-q", "apply", "--no-check", cwd=root)
     assert proc.returncode == 2
-    assert proc.stderr == (f"patchkit: error: upstream {tmp_path / 'no-such-upstream'}: no such path; "
+    assert proc.stderr == (f"patchkit: error: upstream {scheme}{tmp_path / 'no-such-upstream'}: no such path; "
                            "fix upstream.url in patchkit.yaml, or use --upstream with an existing "
                            "repository path or a URL\n")
 
