@@ -6,6 +6,7 @@ validated here before they can reach git, so that nothing a user types is read a
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -17,27 +18,64 @@ from typing import Iterator
 
 from patchkit.errors import EnvironmentProblem, PatchkitError
 
-# Fixed identity and a neutral environment: a user's git config (hooks, signing, templates) must
-# never change what patchkit writes, or the same input would not give the same commit id.
+# A fixed committer: with the isolation below, the same input always gives the same commit ids.
 PATCHKIT_NAME = "patchkit"
 PATCHKIT_EMAIL = "patchkit@invalid"
+_REF_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./+@{}~^-]*$")
+
+# Isolation: whatever the caller's environment or any git config says, the same input must give
+# the same result (commit ids, tree, checkout), run no hooks and start no background work.
+# The user's and system's config files are not read by the calls themselves; the repository's
+# own config (the output repository may carry hooks or autocrlf) is outranked by _PINNED, passed
+# as GIT_CONFIG_COUNT/KEY/VALUE.
 _NEUTRAL_ENV = {
     "GIT_CONFIG_NOSYSTEM": "1",
     "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_ATTR_NOSYSTEM": "1",
     "GIT_TERMINAL_PROMPT": "0",
     "LC_ALL": "C",
 }
-_REF_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./+@{}~^-]*$")
+_PINNED = (
+    ("core.hooksPath", os.devnull), ("core.fsmonitor", "false"),
+    ("core.autocrlf", "false"), ("core.eol", "lf"), ("core.safecrlf", "false"),
+    ("core.attributesFile", os.devnull), ("core.quotePath", "true"),
+    ("gc.auto", "0"), ("maintenance.auto", "false"),
+    ("commit.gpgSign", "false"), ("tag.gpgSign", "false"), ("log.showSignature", "false"),
+    ("merge.conflictStyle", "merge"), ("submodule.recurse", "false"), ("color.ui", "false"),
+)
+# The caller's repository-selecting and config-injecting variables (set, for example, when
+# patchkit runs inside a git hook): `git rev-parse --local-env-vars`, these, and all GIT_CONFIG*.
+_CALLER_VARS = {"GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM", "GIT_NAMESPACE",
+                "GIT_QUARANTINE_PATH", "GIT_TEMPLATE_DIR", "GIT_DEFAULT_HASH", "GIT_ATTR_SOURCE",
+                "GIT_EXTERNAL_DIFF", "GIT_DIFF_OPTS"}
+# Settings that only say how to reach the network: taken from the user's config, so that a proxy,
+# a CA bundle, a credential helper or a URL rewrite keeps working.
+_NETWORK_KEY = re.compile(
+    r"^(?:https?\.(?:.+\.)?(?:proxy|proxyauthmethod|sslcainfo|sslcapath|sslverify|sslcert|sslkey"
+    r"|sslcertpasswordprotected|sslbackend|extraheader)"
+    r"|url\..+\.(?:insteadof|pushinsteadof)|credential\..+|core\.(?:sshcommand|gitproxy)|ssh\.variant"
+    r"|protocol\.(?:.+\.)?allow)$", re.DOTALL)
+# Filter drivers that a repository's own config defines for names its .gitattributes use: emptied,
+# so checkout and status see the bytes as stored. (merge-file and diff-tree --name-status, the
+# only merge and diff patchkit runs, never consult merge or diff drivers.)
+_FILTER_KEY = re.compile(r"^filter\..+\.(?:clean|smudge|process|required)$", re.DOTALL)
 
 
 class GitFailed(Exception):
     """git exited non-zero; callers turn this into a user-facing error where it is one."""
 
     def __init__(self, args: list[str], returncode: int, stderr: str) -> None:
-        super().__init__(f"git {' '.join(args)}: {stderr.strip() or f'exit {returncode}'}")
         self.args_ = args
         self.returncode = returncode
         self.stderr = stderr
+        super().__init__(f"git {' '.join(args)}: {self.summary}")
+
+    @property
+    def summary(self) -> str:
+        """git's reason on one line: its last fatal/error line, else its last line."""
+        lines = [line.strip() for line in self.stderr.splitlines() if line.strip()]
+        return next((t for t in reversed(lines) if t.startswith(("fatal", "error"))),
+                    lines[-1] if lines else f"exit {self.returncode}")
 
 
 def git_executable() -> str:
@@ -47,11 +85,69 @@ def git_executable() -> str:
     return exe
 
 
-def git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = {**os.environ, **_NEUTRAL_ENV}
+def git_env(extra: dict[str, str] | None = None, repo: Path | str | None = None) -> dict[str, str]:
+    """The environment of every git call: the caller's less its git variables, plus isolation.
+
+    REPO is the call's working directory: the repository whose filter drivers are switched off.
+    """
+    env = {k: v for k, v in os.environ.items() if not _is_caller_var(k)}
+    env.update(_NEUTRAL_ENV)
+    env.update(_config_env([*network_settings(), *_PINNED, *_filter_overrides(str(repo) if repo else None)]))
     if extra:
         env.update(extra)
     return env
+
+
+def _is_caller_var(name: str) -> bool:
+    return name in _caller_git_vars() or name.startswith("GIT_CONFIG")
+
+
+def _config_env(settings: list[tuple[str, str]]) -> dict[str, str]:
+    """SETTINGS as GIT_CONFIG_COUNT/KEY/VALUE: they outrank every config file, later ones win."""
+    env = {"GIT_CONFIG_COUNT": str(len(settings))}
+    for i, (key, value) in enumerate(settings):
+        env[f"GIT_CONFIG_KEY_{i}"] = key
+        env[f"GIT_CONFIG_VALUE_{i}"] = value
+    return env
+
+
+@functools.cache
+def _caller_git_vars() -> frozenset[str]:
+    listed = subprocess.run([git_executable(), "rev-parse", "--local-env-vars"],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout
+    return frozenset(listed.split()) | _CALLER_VARS
+
+
+@functools.cache
+def network_settings() -> tuple[tuple[str, str], ...]:
+    """The network settings of the user's global and system config, read once per process with
+    the caller's environment (HOME, XDG_CONFIG_HOME, GIT_CONFIG_GLOBAL, ...)."""
+    env = {k: v for k, v in os.environ.items() if k not in _caller_git_vars()}
+    proc = subprocess.run([git_executable(), "config", "--list", "--includes", "--show-scope", "-z"],
+                          cwd=os.path.abspath(os.sep), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if proc.returncode != 0:
+        reason = GitFailed(["config"], proc.returncode, proc.stderr.decode(errors="replace")).summary
+        raise EnvironmentProblem(f"cannot read your git config: {reason}", "fix the file git names")
+    fields = proc.stdout.decode(errors="surrogateescape").split("\0")
+    settings = []
+    for scope, entry in zip(fields[0::2], fields[1::2]):
+        key, has_value, value = entry.partition("\n")
+        if scope in ("system", "global") and _NETWORK_KEY.match(key):
+            settings.append((key, value if has_value else "true"))  # a bare key is boolean true
+    return tuple(settings)
+
+
+@functools.cache
+def _filter_overrides(repo: str | None) -> tuple[tuple[str, str], ...]:
+    """Empty every filter driver REPO's own config defines, so that none runs (read once per repo)."""
+    if repo is None:
+        return ()
+    env = {k: v for k, v in os.environ.items() if not _is_caller_var(k)}
+    env.update({**_NEUTRAL_ENV, **_config_env(list(_PINNED))})
+    proc = subprocess.run([git_executable(), "config", "--local", "--name-only", "-z", "--get-regexp", r"^filter\."],
+                          cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    keys = {key for key in proc.stdout.decode(errors="surrogateescape").split("\0") if _FILTER_KEY.match(key)}
+    return tuple((key, "false" if key.endswith(".required") else "") for key in sorted(keys))
 
 
 def run(
@@ -68,7 +164,7 @@ def run(
         [git_executable(), *args],
         cwd=cwd,
         input=data,
-        env=git_env(env),
+        env=git_env(env, cwd),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
@@ -82,7 +178,7 @@ def stream_stderr(args: list[str], cwd: Path | str | None = None) -> Iterator[st
 
     Raises GitFailed, with the last lines, if git fails.
     """
-    proc = subprocess.Popen([git_executable(), *args], cwd=cwd, env=git_env(),
+    proc = subprocess.Popen([git_executable(), *args], cwd=cwd, env=git_env(repo=cwd),
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     assert proc.stderr
     tail: list[str] = []
@@ -164,7 +260,7 @@ class ObjectReader:
     def __init__(self, repo: Path | str) -> None:
         self._proc = subprocess.Popen(
             [git_executable(), "cat-file", "--batch"],
-            cwd=repo, env=git_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            cwd=repo, env=git_env(repo=repo), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
         )
 
     def read(self, rev: str, path: str | None = None) -> bytes | None:

@@ -152,24 +152,33 @@ class Project:
             p = Path(os.path.expanduser(value)) if value else default
             return p if p.is_absolute() else root / p
 
+        cache_dir = folder("cache", default_cache_dir())
+        if cache_dir.exists() and not cache_dir.is_dir():
+            raise PatchkitError(f"{path}: key 'cache' names {cache_dir}, which is not a folder",
+                                "point it at a folder (it is created if missing)")
         return cls(
             root=root,
             upstream_url=_string(path, upstream, "url", DEFAULT_UPSTREAM),
             upstream_branch=_string(path, upstream, "branch", DEFAULT_BRANCH),
             patches_dir=folder("patches", Path("patches")),
             recipes_dir=folder("recipes", Path("recipes")),
-            cache_dir=folder("cache", default_cache_dir()),
+            cache_dir=cache_dir,
             output_dir=folder("output", Path(DEFAULT_OUTPUT)),
             checks=checks,
         )
 
 
 def read_yaml(path: Path) -> Any:
-    """A YAML file's data; a read or syntax error is one line naming the file (and line)."""
+    """A YAML file's data; a read, encoding or syntax error is one line naming the file (and line)."""
     try:
-        return yaml.safe_load(path.read_text())
+        data = path.read_bytes()
+        return yaml.safe_load(data.decode("utf-8"))
     except OSError as exc:
         raise PatchkitError(f"{path}: cannot read it ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise PatchkitError(f"{path}:{line}: not UTF-8 (byte {exc.start} is 0x{data[exc.start]:02x})",
+                            "save the file as UTF-8") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f":{mark.line + 1}" if mark else ""

@@ -25,6 +25,10 @@ from patchkit.project import Project
 BASES_NAMESPACE = "refs/patchkit/bases"
 _FETCH_REFSPECS = ["+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"]
 _HEX = re.compile(r"^[0-9a-f]{4,40}$")
+_SUFFIX = re.compile(r"[~^].*$", re.DOTALL)  # "~1", "^", "^2~3": a revision relative to a name
+# Lock files git leaves behind when killed mid-write; while patchkit holds the mirror's flock no
+# other patchkit uses the mirror, so any found then is stale and would fail the next write.
+_GIT_LOCKS = ("refs/**/*.lock", "packed-refs.lock", "index.lock", "shallow.lock", "config.lock", "HEAD.lock")
 
 Progress = Callable[[str], None]  # receives git's progress lines ("Receiving objects:  42% ...")
 
@@ -34,10 +38,11 @@ class Revision:
     """An upstream commit as the user named it."""
 
     spec: str  # as typed: "upstream@HEAD"
-    ref: str  # the part after "@": "HEAD", "b7421", "locked", an id
+    ref: str  # the part after "@": "HEAD", "b7421", "locked", an id, "master~1"
     commit: str  # full id
     date: str  # committer date, git raw form: the committer date of everything patchkit writes
-    branch_name: str  # the output branch: patchkit/<ref>, HEAD being the configured branch
+    branch_name: str  # the output branch: patchkit/<ref>, HEAD being the configured branch,
+    # or patchkit/<short id> for a revision expression (git cannot name a branch "master~1")
 
 
 def parse_spec(spec: str) -> str:
@@ -71,13 +76,26 @@ class Mirror:
     @contextlib.contextmanager
     def locked(self) -> Iterator[Mirror]:
         """Exclusive use: two runs fetching or writing refs at once would corrupt the mirror."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path.parent / f"{self.path.name}.lock", "w") as fh:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fh = open(self.path.parent / f"{self.path.name}.lock", "w")
+        except OSError as exc:
+            raise _unwritable(self.path.parent, exc) from None
+        with fh:
             fcntl.flock(fh, fcntl.LOCK_EX)
             try:
+                self._remove_stale_locks()
                 yield self
             finally:
                 fcntl.flock(fh, fcntl.LOCK_UN)
+
+    def _remove_stale_locks(self) -> None:
+        for pattern in _GIT_LOCKS:
+            for lock in self.path.glob(pattern):
+                lock.unlink(missing_ok=True)
+        # a first fetch killed before its rename
+        for tmp in self.path.parent.glob(f".{self.path.name}.*"):
+            shutil.rmtree(tmp, ignore_errors=True)
 
     def fetch(self, progress: Progress | None = None) -> None:
         """Bring the mirror up to date. A first fetch builds it aside and renames it into place,
@@ -86,10 +104,12 @@ class Mirror:
         if self.exists:
             self._fetch_into(self.path, progress)
             return
-        tmp = Path(tempfile.mkdtemp(prefix=f".{self.path.name}.", dir=self.path.parent))
+        try:
+            tmp = Path(tempfile.mkdtemp(prefix=f".{self.path.name}.", dir=self.path.parent))
+        except OSError as exc:
+            raise _unwritable(self.path.parent, exc) from None
         try:
             git.run(["init", "--bare", "--quiet", str(tmp)])
-            git.run(["config", "gc.auto", "0"], cwd=tmp)  # gc would drop nothing; it only costs
             self._fetch_into(tmp, progress)
             os.replace(tmp, self.path)
         finally:
@@ -102,10 +122,8 @@ class Mirror:
                 if progress:
                     progress(line)
         except git.GitFailed as exc:
-            lines = exc.stderr.splitlines()
-            detail = next((t for t in reversed(lines) if "fatal" in t or "error" in t), lines[-1] if lines else "")
             raise EnvironmentProblem(
-                f"cannot fetch upstream {self.url}: {detail.strip()}",
+                f"cannot fetch upstream {self.url}: {exc.summary}",
                 "check the network, or use --upstream with a local mirror (a path or file:// URL)") from None
 
     def resolve(self, spec: str, *, fetch: bool = True, progress: Progress | None = None,
@@ -116,6 +134,11 @@ class Mirror:
                 self.fetch(progress)
             except EnvironmentProblem as exc:
                 commit = self._lookup(ref) if self.exists else None
+                local = self.url.removeprefix("file://")
+                if commit is None and not git.is_url(local) and not Path(local).exists():
+                    raise PatchkitError(f"upstream {self.url}: no such path",
+                                        "fix upstream.url in patchkit.yaml, or use --upstream with "
+                                        "an existing repository path or a URL") from None
                 if commit is None:
                     raise
                 if warn:
@@ -125,26 +148,34 @@ class Mirror:
         commit = self._lookup(ref)
         if commit is None:
             raise PatchkitError(f"unknown upstream ref {ref!r}{self._suggest(ref)}",
-                                "name a branch, a tag (b7421, v0.7.0), a commit id, HEAD or locked")
+                                "name a branch, a tag (b7421, v0.7.0), a commit id, HEAD or locked, "
+                                "optionally followed by ~N or ^N")
         date = git.run(["show", "-s", "--format=%cd", "--date=raw", commit], cwd=self.path)
-        branch = self.branch if ref == "HEAD" else ref
+        if _SUFFIX.search(ref):
+            branch = git.run(["rev-parse", "--short=12", commit], cwd=self.path)
+        else:
+            branch = self.branch if ref == "HEAD" else ref
         return Revision(spec=spec, ref=ref, commit=commit, date=date,
                         branch_name=f"patchkit/{branch}")
 
     def _lookup(self, ref: str) -> str | None:
-        if ref == "locked":
+        """REF's commit: a name looked up among upstream's branches and tags only (never
+        patchkit's own refs), then any revision suffix ("~1", "^2") applied to it."""
+        suffix = _SUFFIX.search(ref)
+        name, rest = (ref[:suffix.start()], suffix.group()) if suffix else (ref, "")
+        if name == "locked":
             if not self._lock_commit:
                 raise PatchkitError(f"upstream@locked: patchkit.lock has no commit for {self.url}",
                                     "run `patchkit apply upstream@HEAD --update-lock` first")
             candidates = [self._lock_commit]
-        elif ref == "HEAD":
+        elif name == "HEAD":
             candidates = [f"refs/heads/{self.branch}"]
         else:
-            candidates = [f"refs/heads/{ref}", f"refs/tags/{ref}"]
-            if _HEX.match(ref):
-                candidates.append(ref)
-        for name in candidates:
-            out = git.run(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{name}^{{commit}}"],
+            candidates = [f"refs/heads/{name}", f"refs/tags/{name}"]
+            if _HEX.match(name):
+                candidates.append(name)
+        for candidate in candidates:
+            out = git.run(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{candidate}{rest}^{{commit}}"],
                           cwd=self.path, check=False)
             if out:
                 return out
@@ -182,6 +213,11 @@ class Mirror:
             if status.startswith("R") and i + 2 < len(fields) and fields[i + 1] == path:
                 return fields[i + 2]
         return None
+
+
+def _unwritable(folder: Path, exc: OSError) -> EnvironmentProblem:
+    return EnvironmentProblem(f"cannot write the cache folder {folder}: {exc.strerror}",
+                              "set `cache:` in patchkit.yaml (or XDG_CACHE_HOME) to a writable folder")
 
 
 def normalise_url(url_or_path: str) -> str:

@@ -1,4 +1,5 @@
-"""The mirror: refs, a failed fetch that leaves it usable, and the lock that serialises runs."""
+"""The mirror: refs and revisions, a failed fetch that leaves it usable, the lock that serialises
+runs, and a cache or upstream path that cannot be used."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import time
 
 import pytest
 
-from conftest import write_project
+from conftest import run_cli, write_project
+from patchkit import git
 from patchkit.errors import EnvironmentProblem, PatchkitError
 from patchkit.project import Project
 from patchkit.upstream import Mirror, parse_spec
@@ -38,8 +40,10 @@ def test_a_failed_fetch_leaves_the_mirror_usable(tmp_path, upstream):
     report = run_apply(project, ApplyOptions(spec="upstream@b1000", check=False))
     assert report.exit_code == 0 and report.upstream_commit == upstream.base_commit
     assert any("cannot fetch upstream" in w and "mirror's copy of b1000" in w for w in report.warnings)
-    with pytest.raises(EnvironmentProblem, match="cannot fetch upstream"):
+    # the path is gone and the mirror cannot serve the ref either: bad configuration, not the network
+    with pytest.raises(PatchkitError, match="no such path") as err:
         run_apply(project, ApplyOptions(spec="upstream@scenario/does-not-exist", check=False))
+    assert err.value.exit_code == 2
     assert first.tip == run_apply(project, ApplyOptions(spec="upstream@HEAD", check=False)).tip
 
 
@@ -63,3 +67,55 @@ def test_a_second_run_waits_for_the_mirror_lock(tmp_path, upstream):
         assert not mirror.exists
     assert proc.wait(timeout=60) == 0
     assert mirror.exists
+
+
+@pytest.mark.parametrize("ref, git_rev", [("master~1", "master~1"), ("b1001^", "b1001^"),
+                                          ("HEAD~2", "master~2"), ("b1002^{commit}~1", "b1002~1")])
+def test_revision_expressions_resolve_in_the_mirror(tmp_path, upstream, ref, git_rev):
+    project = Project.load(write_project(tmp_path / "fork", str(upstream.path)))
+    report = run_apply(project, ApplyOptions(spec=f"upstream@{ref}", check=False))
+    commit = git.run(["rev-parse", f"{git_rev}^{{commit}}"], cwd=upstream.path)
+    assert report.ref == ref and report.upstream_commit == commit
+    assert report.branch == f"patchkit/{commit[:12]}"  # git cannot name a branch after "~" or "^"
+    assert git.run(["rev-parse", "HEAD"], cwd=report.output) == report.tip
+    assert git.run(["symbolic-ref", "--short", "HEAD"], cwd=report.output) == report.branch
+    assert not list(Mirror.open(project).path.glob("fast_import_crash_*"))
+
+
+def test_stale_git_locks_in_the_mirror_do_not_stop_the_next_run(tmp_path, upstream):
+    project = Project.load(write_project(tmp_path / "fork", str(upstream.path)))
+    first = run_apply(project, ApplyOptions(check=False))
+    mirror = Mirror.open(project)
+    # what a killed `git fast-import` / `update-ref` / fetch leaves behind
+    stale = [mirror.path / f"refs/patchkit/results/{project.key}/{first.branch}.lock",
+             mirror.path / "refs/heads/master.lock", mirror.path / "packed-refs.lock",
+             mirror.path / "shallow.lock", mirror.path / "config.lock"]
+    for lock in stale:
+        lock.write_text("")
+    second = run_apply(project, ApplyOptions(check=False, force=True))
+    assert second.exit_code == 0 and second.tip == first.tip
+    assert not [lock for lock in stale if lock.exists()]
+
+
+@pytest.mark.parametrize("scheme", ["", "file://"])
+def test_a_missing_local_upstream_path_is_bad_configuration(tmp_path, scheme):
+    root = write_project(tmp_path / "fork", f"{scheme}{tmp_path / 'no-such-upstream'}")
+    proc = run_cli("-q", "apply", "--no-check", cwd=root)
+    assert proc.returncode == 2
+    assert proc.stderr == (f"patchkit: error: upstream {scheme}{tmp_path / 'no-such-upstream'}: no such path; "
+                           "fix upstream.url in patchkit.yaml, or use --upstream with an existing "
+                           "repository path or a URL\n")
+
+
+@pytest.mark.parametrize("cache", ["a-file/cache",  # cannot be created: its parent is a file
+                                   "/proc"])  # exists, but nothing can be created in it, even by root
+def test_an_unwritable_cache_is_an_environment_problem(tmp_path, upstream, cache):
+    (tmp_path / "a-file").write_text("")
+    root = write_project(tmp_path / "fork", str(upstream.path))
+    config = root / "patchkit.yaml"
+    config.write_text(config.read_text().replace(f"cache: {root / 'cache'}", f"cache: {tmp_path / cache}"))
+    proc = run_cli("-q", "apply", "--no-check", cwd=root)
+    assert proc.returncode == 3
+    assert proc.stderr.startswith("patchkit: error: cannot write the cache folder ")
+    assert proc.stderr.count("\n") == 1
+    assert not (root / "llama.cpp").exists()
