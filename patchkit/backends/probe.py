@@ -147,7 +147,8 @@ def _cmake_package(req: Requirement) -> Finding:
     That is `<NAME>_DIR`, then under each prefix (the recipe's paths, `<NAME>_ROOT`,
     CMAKE_PREFIX_PATH, the parents of PATH's bin folders, the system's): `<prefix>/`,
     `<prefix>/(lib/<arch>|lib*|share)/cmake/<name>*/` and `<prefix>/(lib/<arch>|lib*|share)/<name>*/`
-    (also with `cmake/` below it), the folder names matched ignoring case, as CMake does.
+    (also with `cmake/` below it), the folder names matched ignoring case, as CMake does. `lib*`
+    takes in lib64 and the like, which CMake searches for C and C++ projects on most systems.
     """
     files = (f"{req.value}Config.cmake", f"{req.value.lower()}-config.cmake")
     env = os.environ
