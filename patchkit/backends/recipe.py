@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Mapping, Sequence
 
-from patchkit.errors import PatchkitError
+from patchkit.errors import EnvironmentProblem, PatchkitError
 from patchkit.project import read_yaml
 
 if TYPE_CHECKING:
@@ -110,8 +110,11 @@ def shipped_recipes_dir() -> Path:
     a source checkout or an editable install, they are the `recipes/` beside the package.
     """
     package = Path(__file__).resolve().parents[1]
-    installed = package / "recipes"
-    return installed if installed.is_dir() else package.parent / "recipes"
+    for folder in (package / "recipes", package.parent / "recipes"):
+        if (folder / "cpu.yaml").is_file():  # beside an installed package, any recipes/ may be there
+            return folder
+    raise EnvironmentProblem(f"patchkit's shipped recipes are missing (no {package / 'recipes'})",
+                             "reinstall patchkit")
 
 
 def default_recipes_dir(project: Project | None) -> Path:
