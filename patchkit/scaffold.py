@@ -13,6 +13,16 @@ from patchkit.fileio import atomic_write
 
 SERIES_HEADER = "# Patch queue, applied in this order (quilt-compatible): one file name per line.\n"
 IGNORED = (f"{STATE_DIR}/", f"/{DEFAULT_OUTPUT}/")
+# Not a copy of the shipped recipes: a copy would hide every later fix to them.
+RECIPES_README = """\
+# Build recipes
+
+patchkit ships a recipe for each backend it knows; `patchkit recipes list` shows them, where
+each comes from, and whether this machine can build it.
+
+A `NAME.yaml` here overrides the shipped recipe of that name, or adds a backend. To start from a
+shipped one, copy it: `patchkit recipes list --json -` gives each recipe's path.
+"""
 
 
 def init_project(root: Path, upstream: str, branch: str) -> list[Path]:
@@ -29,6 +39,8 @@ def init_project(root: Path, upstream: str, branch: str) -> list[Path]:
     files = {root / CONFIG_NAME: config}
     if not (root / "patches" / "series").exists():
         files[root / "patches" / "series"] = SERIES_HEADER
+    if not (root / "recipes").exists():
+        files[root / "recipes" / "README.md"] = RECIPES_README
     gitignore = root / ".gitignore"
     present = gitignore.read_text().splitlines() if gitignore.exists() else []
     missing = [line for line in IGNORED if line not in present]
@@ -37,9 +49,4 @@ def init_project(root: Path, upstream: str, branch: str) -> list[Path]:
         files[gitignore] = text + ("" if not text or text.endswith("\n") else "\n") + "\n".join(missing) + "\n"
     for path, text in files.items():
         atomic_write(path, text.encode())
-    recipes = root / "recipes"
-    created = list(files)
-    if not recipes.exists():
-        recipes.mkdir()
-        created.append(recipes)
-    return created
+    return list(files)

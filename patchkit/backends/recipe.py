@@ -1,23 +1,30 @@
-"""Recipes: one YAML file per backend under `recipes/`, validated against one schema.
+"""Recipes: one YAML file per backend, validated against one schema.
 
-A bad recipe fails with the file and the key path (exit 2), before anything is probed or built.
+patchkit ships a recipe for each backend it knows (the repository's top-level `recipes/`, the
+package `patchkit.recipes` once installed); a project's `recipes/NAME.yaml` overrides the shipped
+one of that name or adds a backend. A bad recipe fails with the file and the key path (exit 2),
+before anything is probed or built.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Mapping, Sequence
 
-from patchkit.errors import PatchkitError
+from patchkit.errors import EnvironmentProblem, PatchkitError
 from patchkit.project import read_yaml
 
 if TYPE_CHECKING:
     from patchkit.project import Project
 
-RequirementKind = Literal["command", "library", "header", "platform"]
-REQUIREMENT_KINDS: tuple[RequirementKind, ...] = ("command", "library", "header", "platform")
+RequirementKind = Literal["command", "library", "header", "cmake-package", "platform"]
+REQUIREMENT_KINDS: tuple[RequirementKind, ...] = ("command", "library", "header", "cmake-package",
+                                                  "platform")
+# Kinds with a version: a command's is in its output, a header's in its text.
+VERSIONED_KINDS = ("command", "header")
+RecipeSource = Literal["shipped", "project"]
 DEFAULT_TARGETS = ("llama-server",)
 # The version of a tool is its first dotted number unless a recipe says where to look.
 DEFAULT_VERSION_PATTERN = r"(\d+(?:\.\d+)+)"
@@ -26,6 +33,11 @@ _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 _VERSION_RE = re.compile(r"^\d+(?:\.\d+)*$")
 _SCALAR = {"type": ["string", "boolean", "integer", "number"]}
 _STRINGS = {"type": "array", "items": {"type": "string", "minLength": 1}}
+# Names go to os.environ and `-DNAME=VALUE`: an '=' or a NUL there cannot be passed on.
+_NAME = {"type": "string", "minLength": 1, "pattern": "^[^=\\x00]+$"}
+_NO_NUL = "^[^\\x00]*$"
+_VALUES = {"type": "object", "propertyNames": _NAME,
+           "additionalProperties": {**_SCALAR, "pattern": _NO_NUL}}  # pattern: strings only
 
 _REQUIREMENT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -51,9 +63,11 @@ RECIPE_SCHEMA: dict[str, Any] = {
         # Ninja only: its `[n/m]` lines are what the progress display reads.
         "generator": {"enum": ["Ninja"]},
         "targets": {**_STRINGS, "minItems": 1},
-        "options": {"type": "object", "additionalProperties": _SCALAR},
-        "environment": {"type": "object", "additionalProperties": _SCALAR},
+        "options": _VALUES,
+        "environment": _VALUES,
         "requires": {"type": "array", "items": _REQUIREMENT_SCHEMA},
+        # Relative to the tree: whose `find_package(... CONFIG REQUIRED)` lines are probed too.
+        "cmake-lists": {"type": "string", "minLength": 1},
     },
 }
 
@@ -63,10 +77,12 @@ class Requirement:
     """Something a backend needs on this machine, and how to probe for it."""
 
     kind: RequirementKind
-    value: str  # the command, library, header path or platform name
+    value: str  # the command, library, header path, CMake package name or platform name
     name: str  # what the reason calls it, e.g. "cuBLAS"
     args: tuple[str, ...] = ("--version",)
-    version: str | None = None  # a regular expression whose first group is the version
+    # A regular expression whose first group is the version, searched in a command's output or
+    # a header's text.
+    version: str | None = None
     minimum: str | None = None
     paths: tuple[str, ...] = ()  # searched before the system's own places
 
@@ -82,6 +98,23 @@ class Recipe:
     options: Mapping[str, str] = field(default_factory=dict)
     environment: Mapping[str, str] = field(default_factory=dict)
     requires: tuple[Requirement, ...] = ()
+    cmake_lists: str | None = None  # see RECIPE_SCHEMA
+    source: RecipeSource = "project"
+    overrides: bool = False  # a project recipe that replaces the shipped one of its name
+
+
+def shipped_recipes_dir() -> Path:
+    """The recipes patchkit ships: one copy, the repository's top-level `recipes/`.
+
+    Installed from a wheel they are the package `patchkit.recipes` (patchkit/recipes/); run from
+    a source checkout or an editable install, they are the `recipes/` beside the package.
+    """
+    package = Path(__file__).resolve().parents[1]
+    for folder in (package / "recipes", package.parent / "recipes"):
+        if (folder / "cpu.yaml").is_file():  # beside an installed package, any recipes/ may be there
+            return folder
+    raise EnvironmentProblem(f"patchkit's shipped recipes are missing (no {package / 'recipes'})",
+                             "reinstall patchkit")
 
 
 def default_recipes_dir(project: Project | None) -> Path:
@@ -89,16 +122,19 @@ def default_recipes_dir(project: Project | None) -> Path:
     return project.recipes_dir if project else Path.cwd() / "recipes"
 
 
-def load_recipes(recipes_dir: Path) -> dict[str, Recipe]:
-    """Every `*.yaml` in RECIPES_DIR by backend name (the file's stem), sorted by name."""
-    if not recipes_dir.is_dir():
-        raise PatchkitError(f"no recipes folder at {recipes_dir}",
-                            "create recipes/BACKEND.yaml files or set `recipes:` in patchkit.yaml")
-    paths = sorted(recipes_dir.glob("*.yaml"), key=lambda p: p.stem)
-    return {path.stem: load_recipe(path) for path in paths}
+def load_recipes(project_dir: Path | None = None) -> dict[str, Recipe]:
+    """The shipped recipes, overridden or extended by PROJECT_DIR's `*.yaml` (by backend name,
+    the file's stem), sorted by name. A PROJECT_DIR that does not exist adds nothing."""
+    shipped_dir = shipped_recipes_dir()
+    recipes = {p.stem: load_recipe(p, "shipped") for p in shipped_dir.glob("*.yaml")}
+    # Run inside patchkit's own repository, the project's recipes are the shipped ones.
+    if project_dir is not None and project_dir.is_dir() and not _same(project_dir, shipped_dir):
+        for path in project_dir.glob("*.yaml"):
+            recipes[path.stem] = replace(load_recipe(path), overrides=path.stem in recipes)
+    return dict(sorted(recipes.items()))
 
 
-def load_recipe(path: Path) -> Recipe:
+def load_recipe(path: Path, source: RecipeSource = "project") -> Recipe:
     if not _NAME_RE.match(path.stem):
         raise PatchkitError(f"{path}: recipe names are lower-case letters, digits, '-' and '_'",
                             "rename the file")
@@ -114,6 +150,8 @@ def load_recipe(path: Path) -> Recipe:
         options={k: cmake_value(v) for k, v in (data.get("options") or {}).items()},
         environment={k: cmake_value(v) for k, v in (data.get("environment") or {}).items()},
         requires=tuple(_requirement(path, i, r) for i, r in enumerate(data.get("requires") or [])),
+        cmake_lists=data.get("cmake-lists"),
+        source=source,
     )
 
 
@@ -133,6 +171,13 @@ def cmake_value(value: object) -> str:
     return str(value)
 
 
+def _same(a: Path, b: Path) -> bool:
+    try:
+        return a.samefile(b)
+    except OSError:
+        return False
+
+
 def _validate(path: Path, data: object) -> None:
     from jsonschema import Draft202012Validator
 
@@ -143,6 +188,12 @@ def _validate(path: Path, data: object) -> None:
     err = errors[0]
     where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path)
     key = where.lstrip(".") or "(top level)"
+    if "propertyNames" in err.schema_path:
+        raise PatchkitError(f"{path}: key '{key}': name {err.instance!r} cannot be passed on",
+                            "a name is a non-empty string with no '=' and no NUL")
+    if err.validator == "pattern" and err.validator_value == _NO_NUL:
+        raise PatchkitError(f"{path}: key '{key}': a value with a NUL character cannot be passed on",
+                            "remove the NUL")
     if err.validator == "additionalProperties" and isinstance(err.instance, dict):
         known = set(err.schema.get("properties", {}))
         extra = next(k for k in err.instance if k not in known)
@@ -176,9 +227,13 @@ def _requirement(path: Path, index: int, data: dict[str, Any]) -> Requirement:
                 raise re.error("needs a group around the version")
         except re.error as exc:
             raise PatchkitError(f"{path}: key 'requires[{index}].version': {exc}") from None
-    if (version or minimum is not None) and kind != "command":
-        raise PatchkitError(f"{path}: key 'requires[{index}]': only a command has a version",
-                            "drop 'version' and 'minimum' here")
+    if (version or minimum is not None) and kind not in VERSIONED_KINDS:
+        raise PatchkitError(f"{path}: key 'requires[{index}]': only a command or a header has a "
+                            "version", "drop 'version' and 'minimum' here")
+    if kind == "header" and minimum is not None and version is None:
+        raise PatchkitError(f"{path}: key 'requires[{index}].version': a header's minimum needs "
+                            "the pattern that finds its version",
+                            "for example version: '#define VK_HEADER_VERSION (\\d+)'")
     return Requirement(
         kind=kind,
         value=data[kind],

@@ -62,8 +62,9 @@ def build_backends(
 ) -> BuildReport:
     """`patchkit build` and `apply --build`: the named BACKENDS (None: all) of TREE.
 
-    Recipes come from RECIPES_DIR, else the project's, else ./recipes; builds go to BUILD_DIR,
-    else TREE/build; the lock's upstream commit is the fallback for the build number.
+    Recipes are the shipped ones with RECIPES_DIR's (else the project's, else ./recipes) on top;
+    builds go to BUILD_DIR, else TREE/build; the lock's upstream commit is the fallback for the
+    build number.
     """
     recipes = load_recipes(recipes_dir or default_recipes_dir(project))
     lock = project.lock() if project else None
@@ -100,7 +101,7 @@ def run_builds(
     cli = dict(defines or {})
     tools = cmake.find_tools()
     extra = {**build_info(tree, upstream_commit), **cmake.launcher_defines(tools.ccache)}
-    available = {r.name: probe(r) for r in recipes}  # all up front: no late surprises
+    available = {r.name: probe(r, tree) for r in recipes}  # all up front: no late surprises
     progress = progress or _Quiet()
 
     def report(results: list[BuildResult], interrupted: bool = False) -> BuildReport:

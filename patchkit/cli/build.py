@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from patchkit.project import Project
 
 recipes_app = typer.Typer(name="recipes", no_args_is_help=True,
-                          help="The build recipes in recipes/: what each backend needs, as presets.")
+                          help="The build recipes (shipped, and the project's recipes/): what each backend needs, as presets.")
 app.add_typer(recipes_app)
 
 _DEFINE_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_.+-]*)=(.*)$", re.S)
@@ -25,7 +25,7 @@ _DEFINE_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_.+-]*)=(.*)$", re.S)
 TreeArg = typer.Argument(None, metavar="[DIR]", show_default=False,
                          help="The tree to build: default the project's output tree, else here.")
 RecipesOpt = typer.Option(None, "--recipes", metavar="DIR", show_default=False,
-                          help="Recipes folder: default the project's, else ./recipes.")
+                          help="Recipes on top of the shipped ones: default the project's, else ./recipes.")
 
 
 @app.command("build")
@@ -49,7 +49,7 @@ def build(
     markdown_out: Optional[str] = MarkdownOpt,
     junit_out: Optional[str] = JunitOpt,
 ) -> None:
-    """Build the patched tree once per backend, from recipes/.
+    """Build the patched tree once per backend, from the shipped recipes and the project's recipes/.
 
     Each backend is probed first; one whose toolchain is missing is skipped with the reason. Logs go to BUILD_DIR/<backend>/build.log. Exit 1 when a build fails, or when a backend asked for by name is skipped (unless --allow-skip); under --all skips are fine.
 
@@ -82,18 +82,32 @@ def build(
 
 
 @recipes_app.command("list")
-def recipes_list(recipes_dir: Optional[Path] = RecipesOpt, json_out: Optional[str] = JsonOpt) -> None:
-    """Each backend: what it needs, and whether this machine can build it (and why not).
+def recipes_list(
+    tree: Optional[Path] = typer.Argument(None, metavar="[DIR]", show_default=False,
+                                          help="Also probe what this tree's CMake requires "
+                                               "(default the tree build would use, if there is one)."),
+    recipes_dir: Optional[Path] = RecipesOpt,
+    json_out: Optional[str] = JsonOpt,
+) -> None:
+    """Each backend: where its recipe comes from, what it needs, and whether this machine can build it (and why not).
 
-    Example: patchkit recipes list --json recipes.json
+    Recipes are patchkit's shipped ones; a project's recipes/NAME.yaml overrides the shipped one of that name or adds a backend.
+
+    Example: patchkit recipes list llama.cpp --json recipes.json
     """
     from patchkit.backends import load_recipes
     from patchkit.backends.probe import probe
     from patchkit.report import build as render
 
-    recipes = list(load_recipes(_recipes_dir(recipes_dir, _project())).values())
-    available = {r.name: probe(r) for r in recipes}
-    emit({json_out: lambda: render.render_recipes_json(recipes, available)},
+    project = _project()
+    folder = _tree(tree, project)
+    if not (folder / "CMakeLists.txt").is_file():
+        if tree:
+            raise PatchkitError(f"no CMakeLists.txt in {folder}", "name a llama.cpp tree, or leave DIR out")
+        folder = None
+    recipes = list(load_recipes(_recipes_dir(recipes_dir, project)).values())
+    available = {r.name: probe(r, folder) for r in recipes}
+    emit({json_out: lambda: render.render_recipes_json(recipes, available, folder)},
          lambda: render.draw_recipes(recipes, available, console()))
 
 
@@ -136,7 +150,12 @@ def _tree(tree: Optional[Path], project: Project | None) -> Path:
 def _recipes_dir(recipes_dir: Optional[Path], project: Project | None) -> Path:
     from patchkit.backends.recipe import default_recipes_dir
 
-    return cwd_path(recipes_dir) if recipes_dir else default_recipes_dir(project)
+    if recipes_dir is None:
+        return default_recipes_dir(project)  # may not exist: then the shipped recipes alone
+    folder = cwd_path(recipes_dir)
+    if not folder.is_dir():
+        raise PatchkitError(f"--recipes {recipes_dir}: no such folder", "name a folder of BACKEND.yaml files")
+    return folder
 
 
 def _defines(pairs: List[str]) -> dict[str, str]:

@@ -65,25 +65,33 @@ def draw_recipes(recipes: Sequence[Recipe], available: dict[str, Availability],
     from rich.markup import escape
     from rich.table import Table
 
-    table = Table("backend", "here", "needs", "probe", title="Recipes", title_justify="left")
+    table = Table("backend", "from", "here", "needs", "probe", title="Recipes", title_justify="left")
     for recipe in recipes:
         av = available[recipe.name]
         here = "[green]yes[/]" if av.ok else "[yellow]no[/]"
+        source = escape(_origin(recipe))
         findings = av.findings or ()
         for i, f in enumerate(findings):
             mark = "[green]\u2713[/]" if f.ok else "[red]\u2717[/]"
-            table.add_row(escape(recipe.name) if i == 0 else "", here if i == 0 else "",
-                          escape(_need(f.requirement)), f"{mark} {escape(f.detail)}",
-                          end_section=i == len(findings) - 1)
+            table.add_row(escape(recipe.name) if i == 0 else "", source if i == 0 else "",
+                          here if i == 0 else "", escape(_need(f.requirement)),
+                          f"{mark} {escape(f.detail)}", end_section=i == len(findings) - 1)
         if not findings:
-            table.add_row(escape(recipe.name), here, "-", "-", end_section=True)
+            table.add_row(escape(recipe.name), source, here, "-", "-", end_section=True)
     console.print(table)
 
 
-def render_recipes_json(recipes: Sequence[Recipe], available: dict[str, Availability]) -> str:
-    return to_json("recipes", {"recipes": [
-        {"name": r.name, "description": r.description, "path": r.path,
-         "available": available[r.name].ok, "reason": available[r.name].reason,
+def _origin(recipe: Recipe) -> str:
+    """Where a recipe comes from: "shipped", "project", or "project (overrides shipped)"."""
+    return f"{recipe.source} (overrides shipped)" if recipe.overrides else recipe.source
+
+
+def render_recipes_json(recipes: Sequence[Recipe], available: dict[str, Availability],
+                        tree: Path | None) -> str:
+    return to_json("recipes", {"tree": tree, "recipes": [
+        {"name": r.name, "description": r.description, "path": r.path, "source": r.source,
+         "overrides": r.overrides, "available": available[r.name].ok,
+         "reason": available[r.name].reason,
          "requirements": [{"kind": f.requirement.kind, "value": f.requirement.value,
                            "name": f.requirement.name, "minimum": f.requirement.minimum,
                            "ok": f.ok, "detail": f.detail} for f in available[r.name].findings]}

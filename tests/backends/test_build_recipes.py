@@ -19,6 +19,8 @@ def test_repository_recipes_are_offline_safe_and_portable() -> None:
     recipes = load_recipes(REPO_RECIPES)
     assert set(recipes) == BACKENDS
     for name, recipe in recipes.items():
+        # The repository's recipes/ is the shipped folder itself: nothing overrides anything.
+        assert (recipe.source, recipe.overrides) == ("shipped", False), name
         assert "LLAMA_CURL" not in recipe.options and "GGML_CUDA_F16" not in recipe.options
         assert all(recipe.options[o] == "OFF" for o in OFFLINE_OFF), name
         assert recipe.options["GGML_NATIVE"] == ("ON" if name == "cpu-native" else "OFF"), name
@@ -33,7 +35,10 @@ def test_requirements_carry_versions_and_libraries() -> None:
     assert (cublas.kind, cublas.value, cublas.name) == ("library", "cublas", "cuBLAS")
     assert recipes["hip"].requires[0].minimum == "6.1"
     assert recipes["metal"].requires[0].kind == "platform"
-    assert {r.value for r in recipes["vulkan"].requires} >= {"glslc", "vulkan"}
+    assert {r.value for r in recipes["vulkan"].requires} >= {"glslc", "vulkan", "SPIRV-Headers"}
+    header = next(r for r in recipes["vulkan"].requires if r.kind == "header")
+    assert (header.value, header.minimum) == ("vulkan/vulkan_core.h", "272")
+    assert recipes["vulkan"].cmake_lists == "ggml/src/ggml-vulkan/CMakeLists.txt"
 
 
 def test_minimum_without_pattern_uses_the_first_dotted_number(tmp_path: Path) -> None:
@@ -51,7 +56,15 @@ def test_minimum_without_pattern_uses_the_first_dotted_number(tmp_path: Path) ->
     ("description: x\nrequires: [{command: cc, library: m}]\n", "key 'requires[0]' needs exactly one"),
     ("description: x\nrequires: [{command: cc, version: 'no group'}]\n", "requires[0].version"),
     ("description: x\nrequires: [{command: cc, minimum: 'twelve'}]\n", "requires[0].minimum"),
-    ("description: x\nrequires: [{library: m, minimum: 1}]\n", "only a command has a version"),
+    ("description: x\nrequires: [{library: m, minimum: 1}]\n", "only a command or a header has a version"),
+    ("description: x\nrequires: [{cmake-package: X, minimum: 1}]\n", "only a command or a header"),
+    ("description: x\nrequires: [{header: v.h, minimum: 1}]\n", "requires[0].version': a header's minimum"),
+    ("description: x\nenvironment: {A=B: x}\n", "key 'environment': name 'A=B' cannot be passed on"),
+    ("description: x\nenvironment: {'': x}\n", "key 'environment': name '' cannot be passed on"),
+    ('description: x\nenvironment: {A: "a\\0b"}\n', "key 'environment.A': a value with a NUL"),
+    ('description: x\noptions: {"GGML\\0": ON}\n', "key 'options': name 'GGML\\x00' cannot"),
+    ('description: x\noptions: {GGML_X: "a\\0"}\n', "key 'options.GGML_X': a value with a NUL"),
+    ("description: x\ncmake-lists: [a]\n", "key 'cmake-lists'"),
     ("description: x\nrequires: [{platform: beos}]\n", "unknown platform"),
     ("options: {}\n", "'description' is a required property"),
     ("description: [unclosed\n", "not valid YAML"),
@@ -74,6 +87,16 @@ def test_bad_recipe_exits_2_from_the_command_line(tmp_path: Path) -> None:
     run = patchkit("build", tmp_path, "--backend", "cpu", "--recipes", folder)
     assert run.code == 2
     assert f"{folder / 'broken.yaml'}: key 'generator'" in run.stderr
+
+
+def test_environment_name_with_equals_exits_2_naming_file_and_key(tmp_path: Path) -> None:
+    folder = recipes_dir(tmp_path, bad="description: x\nenvironment: {CC=gcc: x}\n")
+    for args in (["build", tmp_path, "-b", "bad"], ["recipes", "list"]):
+        run = patchkit(*args, "--recipes", folder)
+        assert run.code == 2 and "Traceback" not in run.stderr
+        assert run.stderr.strip().splitlines() == [
+            f"patchkit: error: {folder / 'bad.yaml'}: key 'environment': name 'CC=gcc' cannot be "
+            "passed on; a name is a non-empty string with no '=' and no NUL"]
 
 
 def test_build_needs_backends_or_all(tmp_path: Path) -> None:
