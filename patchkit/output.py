@@ -91,6 +91,7 @@ def materialise(output: Output, mirror: Mirror, revision: Revision, result_ref: 
     _validate_branch(branch)
     if not (path / ".git").exists():
         _clone(path, mirror, tip)
+        git_dir = _git_dir(path)
     else:
         git_dir = _git_dir(path)
         unsaved = _unsaved_commits(path, branch)
@@ -118,7 +119,7 @@ def materialise(output: Output, mirror: Mirror, revision: Revision, result_ref: 
                             "move the files git names out of the way, or rerun with --force") from None
     git.run(["update-ref", "--stdin"], cwd=path,
             input=f"update refs/patchkit/upstream {revision.commit}\nupdate {APPLIED_NAMESPACE}/{branch} {tip}\n")
-    (_git_dir(path) / _MARKER).unlink()
+    (git_dir / _MARKER).unlink()
 
 
 def _clone(path: Path, mirror: Mirror, tip: str) -> None:

@@ -2,7 +2,9 @@
 
 `PATCHKIT_TEST_PAUSE=<point>` makes `pause(point)` print `patchkit: paused at <point>` to
 standard error and sleep until a signal ends it. Unset (always, outside tests) it does nothing.
-The points: fetch, fast-import, clone, checkout, record.
+The points: `fetch` (at git's first progress line of the mirror fetch), `fast-import` (the
+result written to the mirror), `clone` (the output cloned aside, not yet in place), `checkout`
+(just before it) and `record` (before the bases and the lock are written).
 """
 
 from __future__ import annotations
