@@ -1,19 +1,52 @@
 """The output repository: where the patched branch is checked out for the user and for builds.
 
 Whatever is in it may be the user's work, so every step here first decides whether it may touch
-the tree at all, and says so when it may not.
+the tree at all, and says so when it may not. Nothing of the user's is lost without `--force`:
+not uncommitted changes, not files git does not track, not commits; and commits are kept even
+with `--force`.
+
+An interrupted run must not leave a tree that the next run cannot take: a new repository is
+cloned aside and renamed into place, and every write into an existing one happens between
+writing and removing a marker (`.git/PATCHKIT_CHECKOUT`, holding the tip being checked out). A
+marker found on the next run means git may have been stopped half way, leaving lock files and
+half-written files that are patchkit's own to clean up.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
-from patchkit import git
+from patchkit import git, testpoint
 from patchkit.errors import PatchkitError
+from patchkit.fileio import atomic_write
 from patchkit.upstream import Mirror, Revision
 
+_MARKER = "PATCHKIT_CHECKOUT"
+_SHOWN = 3  # commits or files named in a refusal; the rest are counted
+# Commits reachable from these refs are not at stake when patchkit resets a branch: the user's
+# other branches, tags and remote-tracking refs, and patchkit's own refs (the results fetched
+# from the mirror, the tips it checked out, the upstream commit, commits it set aside). Knowing
+# patchkit's commits by reachability from refs it wrote, not by the committer's name, also
+# covers commits a user amended or rebased, which keep nothing of patchkit but its name.
+_KEPT_ELSEWHERE = ["--branches", "--tags", "--remotes", "--glob=refs/patchkit/*"]
+APPLIED_NAMESPACE = "refs/patchkit/applied"  # the tip patchkit last checked out, per branch
+SAVED_NAMESPACE = "refs/patchkit/saved"  # commits of the user's that --force set aside
 
-def check_output(output: Path, project_root: Path, force: bool) -> None:
+
+@dataclass(frozen=True)
+class Output:
+    """An output folder `check_output` has vetted: where, and how it may be written."""
+
+    path: Path
+    force: bool
+    repair: bool = False  # an interrupted run left it half done, and nothing of the user's is at stake
+
+
+def check_output(output: Path, project_root: Path, force: bool) -> Output:
     """Refuse, before any work, an output folder that patchkit must not overwrite."""
     if output == project_root or output in project_root.parents:
         raise PatchkitError(f"output {output} would replace the fork repository itself",
@@ -21,44 +54,189 @@ def check_output(output: Path, project_root: Path, force: bool) -> None:
     if output.exists() and not output.is_dir():
         raise PatchkitError(f"output {output} is not a folder", "give a folder with -o")
     if not output.exists() or not any(output.iterdir()):
-        return
+        return Output(output, force)
     if not (output / ".git").exists():
         raise PatchkitError(f"{output} exists and is not a git repository",
                             "choose another folder with -o, or remove it")
+    git_dir = _git_dir(output)
+    if (git_dir / _MARKER).exists():
+        changed = _changes_not_from_patchkit(output, _marked_tip(git_dir))
+        if changed and not force:
+            raise PatchkitError(f"an interrupted apply left {output} half checked out, and it has changes "
+                                f"patchkit did not make ({_names(changed)})",
+                                "rerun the same apply with --force to discard them and finish")
+        return Output(output, force, repair=True)
+    index_lock = git_dir / "index.lock"
+    if index_lock.exists():
+        raise PatchkitError(f"{index_lock} exists: a git command is running in {output}, or one crashed",
+                            f"if none is running, remove it (rm {index_lock}) and rerun")
     if force:
-        return
+        return Output(output, force)
     made_by_patchkit = git.run(["rev-parse", "--verify", "--quiet", "refs/patchkit/upstream"],
                                cwd=output, check=False)
     if not made_by_patchkit and git.run(["rev-parse", "--verify", "--quiet", "HEAD"], cwd=output, check=False):
         raise PatchkitError(f"{output} is a git repository patchkit did not create",
                             "choose another folder with -o, or rerun with --force to take it over")
-    dirty = git.run(["status", "--porcelain", "--untracked-files=no"], cwd=output, check=False)
+    dirty = _changed_paths(output)
     if dirty:
-        files = ", ".join(line[3:] for line in dirty.splitlines()[:3])
-        raise PatchkitError(f"{output} has uncommitted changes ({files})",
+        raise PatchkitError(f"{output} has uncommitted changes ({_names(dirty)})",
                             "commit or stash them, or rerun with --force to discard them")
+    return Output(output, force)
 
 
-def materialise(output: Path, mirror: Mirror, revision: Revision, result_ref: str, tip: str,
-                force: bool) -> None:
-    """Check the result out as branch `revision.branch_name` in the output repository
-    (which `check_output` has vetted)."""
-    branch = revision.branch_name
+def materialise(output: Output, mirror: Mirror, revision: Revision, result_ref: str, tip: str,
+                warn: Callable[[str], None]) -> None:
+    """Check the result out as branch `revision.branch_name` in the output repository."""
+    path, branch = output.path, revision.branch_name
     _validate_branch(branch)
-    if not (output / ".git").exists():
-        output.parent.mkdir(parents=True, exist_ok=True)
-        # --local hardlinks the mirror's objects: seconds instead of minutes for llama.cpp.
-        git.run(["clone", "--quiet", "--local", "--no-checkout", "--", str(mirror.path), str(output)])
-        git.run(["remote", "set-url", "origin", mirror.url], cwd=output)
-    git.run(["fetch", "--quiet", "--no-tags", "--", str(mirror.path), f"+{result_ref}:{result_ref}"],
-            cwd=output)
+    if not (path / ".git").exists():
+        _clone(path, mirror, tip)
+        git_dir = _git_dir(path)
+    else:
+        git_dir = _git_dir(path)
+        unsaved = _unsaved_commits(path, branch)
+        overwritten = _overwritten_files(path, mirror, tip)
+        if not output.force:
+            _refuse(path, unsaved, overwritten, branch)
+        if output.repair:
+            _remove_stale_locks(git_dir, branch)
+        atomic_write(git_dir / _MARKER, f"{tip}\n".encode())
+        for label, commits in unsaved.items():
+            newest = commits[0].split()[0]
+            saved = f"{SAVED_NAMESPACE}/{label}/{newest}"  # the same commits always get the same name
+            git.run(["update-ref", saved, newest], cwd=path)
+            warn(f"{label} in {path} had {_count(commits, 'commit')} patchkit did not write; kept as "
+                 f"{saved} (git -C {path} branch NAME {saved} to work on them)")
+    git.run(["fetch", "--quiet", "--no-tags", "--", str(mirror.path), f"+{result_ref}:{result_ref}"], cwd=path)
+    testpoint.pause("checkout")
     try:
-        git.run(["checkout", "--quiet", *(["--force"] if force else []), "-B", branch, tip], cwd=output)
+        # --force also finishes a checkout an interrupted run left half written (output.repair)
+        git.run(["checkout", "--quiet", *(["--force"] if output.force or output.repair else []),
+                 "-B", branch, tip], cwd=path)
     except git.GitFailed as exc:
         first = exc.stderr.strip().splitlines()[0] if exc.stderr.strip() else str(exc)
-        raise PatchkitError(f"cannot check out {branch} in {output}: {first}",
+        raise PatchkitError(f"cannot check out {branch} in {path}: {first}",
                             "move the files git names out of the way, or rerun with --force") from None
-    git.run(["update-ref", "refs/patchkit/upstream", revision.commit], cwd=output)
+    git.run(["update-ref", "--stdin"], cwd=path,
+            input=f"update refs/patchkit/upstream {revision.commit}\nupdate {APPLIED_NAMESPACE}/{branch} {tip}\n")
+    (git_dir / _MARKER).unlink()
+
+
+def _clone(path: Path, mirror: Mirror, tip: str) -> None:
+    """A new output repository, cloned aside and renamed into place: an interrupted clone never
+    leaves a half repository where the output goes. The staging folder is patchkit's by its name,
+    so one an earlier run left behind is removed."""
+    staging = path.parent / f".{path.name}.patchkit-clone"
+    shutil.rmtree(staging, ignore_errors=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        # --local hardlinks the mirror's objects: seconds instead of minutes for llama.cpp.
+        git.run(["clone", "--quiet", "--local", "--no-checkout", "--", str(mirror.path), str(staging)])
+        git.run(["remote", "set-url", "origin", mirror.url], cwd=staging)
+        # Until the first checkout ends, the clone's empty work tree is patchkit's half-done work.
+        atomic_write(staging / ".git" / _MARKER, f"{tip}\n".encode())
+        testpoint.pause("clone")
+        os.replace(staging, path)  # onto a missing or empty folder (check_output saw to that)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _unsaved_commits(path: Path, branch: str) -> dict[str, list[str]]:
+    """Commits that checking out BRANCH would leave unreachable, as "<id> <subject>" lines,
+    newest first, by what holds them: the branch itself, or a detached HEAD."""
+    tips = {}
+    if git.run(["rev-parse", "--verify", "--quiet", f"refs/heads/{branch}"], cwd=path, check=False):
+        tips[branch] = f"refs/heads/{branch}"
+    if not git.run(["symbolic-ref", "--quiet", "HEAD"], cwd=path, check=False) \
+            and git.run(["rev-parse", "--verify", "--quiet", "HEAD"], cwd=path, check=False):
+        tips["HEAD"] = "HEAD"
+    found = {}
+    for label, rev in tips.items():
+        lines = git.run(["log", "--format=%H %s", rev, "--not", f"--exclude={branch}", *_KEPT_ELSEWHERE],
+                        cwd=path).splitlines()
+        if lines:
+            found[label] = lines
+    return found
+
+
+def _overwritten_files(path: Path, mirror: Mirror, tip: str) -> list[str]:
+    """Files of TIP that the work tree holds untracked or git-ignored, with other contents:
+    `git checkout` refuses the untracked ones but overwrites ignored ones without a word."""
+    tracked = set(git.run(["ls-files", "-z"], cwd=path).split("\0"))
+    listing = git.run(["ls-tree", "-r", "-z", "--full-tree", tip], cwd=mirror.path).split("\0")
+    differing = []
+    with mirror.reader() as reader:
+        for entry in filter(None, listing):
+            meta, name = entry.split("\t", 1)
+            mode, kind, oid = meta.split()
+            local = path / name
+            if kind != "blob" or name in tracked or not os.path.lexists(local):
+                continue
+            data = reader.read(oid)
+            if mode == "120000":
+                same = local.is_symlink() and os.fsencode(os.readlink(local)) == data
+            else:
+                same = local.is_file() and not local.is_symlink() and local.read_bytes() == data
+            if not same:
+                differing.append(name)
+    return differing
+
+
+def _refuse(path: Path, unsaved: dict[str, list[str]], overwritten: list[str], branch: str) -> None:
+    for label, commits in unsaved.items():
+        shown = _names([line[:10] + line[40:] for line in commits])  # short ids
+        raise PatchkitError(f"{label} in {path} has {_count(commits, 'commit')} patchkit did not write ({shown})",
+                            f"keep them on a branch of your own (git -C {path} branch NAME {label}), "
+                            f"or rerun with --force to set them aside under {SAVED_NAMESPACE}/")
+    if overwritten:
+        raise PatchkitError(f"checking out {branch} would overwrite {_count(overwritten, 'file')} in {path} "
+                            f"that git does not track ({_names(overwritten)})",
+                            "move them out of the way, or rerun with --force to overwrite them")
+
+
+def _changed_paths(path: Path) -> list[str]:
+    """Tracked paths whose index or work tree differs from HEAD."""
+    out = git.run(["status", "--porcelain", "-z", "--no-renames", "--untracked-files=no"], cwd=path)
+    return [entry[3:] for entry in out.split("\0") if entry]
+
+
+def _changes_not_from_patchkit(path: Path, tip: str | None) -> list[str]:
+    """After an interrupted checkout: changed files holding neither HEAD's contents nor the tip's,
+    so that neither a stopped git nor patchkit wrote them. A deleted file loses nothing (HEAD has it)."""
+    changed = []
+    with git.ObjectReader(path) as reader:
+        for name in _changed_paths(path):
+            local = path / name
+            if not local.is_file():
+                continue
+            data = local.read_bytes()
+            if data not in (reader.read("HEAD", name), tip and reader.read(tip, name)):
+                changed.append(name)
+    return changed
+
+
+def _remove_stale_locks(git_dir: Path, branch: str) -> None:
+    """The lock files a git stopped inside patchkit's checkout or fetch left behind."""
+    for lock in [git_dir / "index.lock", git_dir / "HEAD.lock", git_dir / "packed-refs.lock",
+                 git_dir / "refs" / "heads" / f"{branch}.lock", *(git_dir / "refs" / "patchkit").rglob("*.lock")]:
+        lock.unlink(missing_ok=True)
+
+
+def _marked_tip(git_dir: Path) -> str | None:
+    text = (git_dir / _MARKER).read_text(errors="replace").strip()
+    return text if len(text) == 40 and all(c in "0123456789abcdef" for c in text) else None
+
+
+def _git_dir(path: Path) -> Path:
+    return Path(git.run(["rev-parse", "--absolute-git-dir"], cwd=path))
+
+
+def _names(paths: list[str]) -> str:
+    return ", ".join(paths[:_SHOWN]) + (f", and {len(paths) - _SHOWN} more" if len(paths) > _SHOWN else "")
+
+
+def _count(items: list[str], noun: str) -> str:
+    return f"{len(items)} {noun}{'s' if len(items) != 1 else ''}"
 
 
 def _validate_branch(branch: str) -> None:

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
-from patchkit import __version__, git
+from patchkit import __version__, git, testpoint
 from patchkit.apply import Applier, PatchResult, Verdict, fast_import
 from patchkit.output import check_output, materialise
 from patchkit.project import Lock, Project
-from patchkit.queue import Queue
+from patchkit.queue import Patch, Queue
 from patchkit.report import plain
 from patchkit.upstream import Mirror
 
@@ -69,10 +69,14 @@ class Hooks:
 
 
 def run_apply(project: Project, options: ApplyOptions, hooks: Hooks = Hooks()) -> ApplyReport:
+    # Every bad input is found before anything is written, the mirror and the output included.
     queue = Queue.load(project)
+    if options.check:
+        _rules(project, queue.patches)
+    recipes = _recipes(project, options.build) if options.build else []
     mirror = Mirror.open(project, options.upstream)
-    output = (options.output or project.output_dir).resolve()
-    check_output(output, project.root.resolve(), options.force)
+    output = check_output((options.output or project.output_dir).resolve(), project.root.resolve(),
+                          options.force)
     warnings: list[str] = []
 
     def warn(message: str) -> None:
@@ -80,8 +84,13 @@ def run_apply(project: Project, options: ApplyOptions, hooks: Hooks = Hooks()) -
         if hooks.warn:
             hooks.warn(message)
 
+    def progress(line: str) -> None:
+        testpoint.pause("fetch")
+        if hooks.progress:
+            hooks.progress(line)
+
     with mirror.locked():
-        revision = mirror.resolve(options.spec, fetch=options.fetch, progress=hooks.progress, warn=warn)
+        revision = mirror.resolve(options.spec, fetch=options.fetch, progress=progress, warn=warn)
         with mirror.reader() as reader:
             applier = Applier(mirror, revision, reader, options.fuzz)
             applied = [applier.apply(patch) for patch in queue.patches]
@@ -89,20 +98,22 @@ def run_apply(project: Project, options: ApplyOptions, hooks: Hooks = Hooks()) -
             result_ref = f"refs/patchkit/results/{project.key}/{revision.branch_name}"
             ids = dict(zip((a.patch.name for a in committed),
                            fast_import(mirror, revision, committed, result_ref)))
+            testpoint.pause("fast-import")
             results = tuple(replace(a.result, commit=ids.get(a.patch.name)) for a in applied)
             tip = ids[committed[-1].patch.name] if committed else revision.commit
             checks = _run_checks(project, [a.patch for a in committed], reader, tip) if options.check else None
-        materialise(output, mirror, revision, result_ref, tip, options.force)
+        materialise(output, mirror, revision, result_ref, tip, warn)
         tree = git.run(["rev-parse", f"{tip}^{{tree}}"], cwd=mirror.path)
         for r in results:
             if r.verdict is Verdict.FUZZED:
                 warn(f"{r.name} was placed with fuzz: review it, then refresh the patch")
         report = ApplyReport(mirror.url, revision.ref, revision.commit, revision.branch_name,
-                             output, tip, tree, results, checks)
+                             output.path, tip, tree, results, checks)
         if options.build and report.passed:
-            report = replace(report, builds=_run_builds(project, output, options.build, hooks))
+            report = replace(report, builds=_run_builds(output.path, recipes, report.upstream_commit, hooks))
         elif options.build:
             warn("builds not run: the apply needs attention first")
+        testpoint.pause("record")
         report = _record(project, mirror, report, options.update_lock, warn)
     report = replace(report, warnings=tuple(warnings))  # including those said while recording
     project.save_last_report(plain(report))
@@ -130,16 +141,36 @@ def _record(project: Project, mirror: Mirror, report: ApplyReport, update_lock: 
     return replace(report, bases_recorded=len(bases), lock_updated=lock_updated)
 
 
-def _run_checks(project: Project, patches, reader: git.ObjectReader, tip: str):
-    """The site checks of the applied patches on the result, read from the mirror's objects."""
+def _rules(project: Project, patches: Iterable[Patch]) -> list | None:
+    """The site rules of PATCHES and of patchkit.yaml, validated (-> list[patchkit.checks.Rule])."""
+    patches = list(patches)
     if not project.checks and not any(p.checks_path.exists() for p in patches):
         return None  # nothing to check: do not pay for loading the C++ parser
-    from patchkit.checks import queue_rules, run_checks
+    from patchkit.checks import queue_rules
 
-    return run_checks(queue_rules(project, patches), lambda path: reader.read(tip, path))
+    return queue_rules(project, patches)
 
 
-def _run_builds(project: Project, tree: Path, backends: tuple[str, ...], hooks: Hooks):
-    from patchkit.backends import build_backends
+def _run_checks(project: Project, patches: list[Patch], reader: git.ObjectReader, tip: str):
+    """The site checks of the applied patches on the result, read from the mirror's objects."""
+    rules = _rules(project, patches)
+    if rules is None:
+        return None
+    from patchkit.checks import run_checks
 
-    return build_backends(project, tree, list(backends), progress=hooks.build_progress)
+    return run_checks(rules, lambda path: reader.read(tip, path))
+
+
+def _recipes(project: Project, backends: tuple[str, ...]) -> list:
+    """The recipes of BACKENDS, validated (-> list[patchkit.backends.Recipe])."""
+    from patchkit.backends import load_recipes, select
+    from patchkit.backends.recipe import default_recipes_dir
+
+    return select(load_recipes(default_recipes_dir(project)), backends)
+
+
+def _run_builds(tree: Path, recipes: list, upstream_commit: str, hooks: Hooks):
+    from patchkit.backends import run_builds
+
+    return run_builds(tree, recipes, build_dir=tree / "build", upstream_commit=upstream_commit,
+                      progress=hooks.build_progress)

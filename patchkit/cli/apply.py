@@ -23,7 +23,9 @@ def apply_command(
     no_fetch: bool = NoFetchOpt,
     fuzz: int = typer.Option(0, "--fuzz", min=0, max=3, metavar="N",
                              help="Allow ignoring up to N context lines at each end (reported as fuzzed)."),
-    force: bool = typer.Option(False, "--force", help="Overwrite uncommitted changes in the output tree."),
+    force: bool = typer.Option(False, "--force", help=(
+        "Take the output tree as it is: uncommitted changes and untracked or ignored files in "
+        "the way are LOST; commits patchkit did not write are kept under refs/patchkit/saved/.")),
     update_lock: bool = typer.Option(False, "--update-lock", help="Write patchkit.lock after a fully good run."),
     no_check: bool = typer.Option(False, "--no-check", help="Skip the site checks of the applied patches."),
     build: List[str] = typer.Option([], "--build", metavar="BACKEND", help="Build this backend afterwards (repeats)."),

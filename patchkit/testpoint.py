@@ -1,0 +1,22 @@
+"""Test-only: stop the process at a named point so a test can interrupt it exactly there.
+
+`PATCHKIT_TEST_PAUSE=<point>` makes `pause(point)` print `patchkit: paused at <point>` to
+standard error and sleep until a signal ends it. Unset (always, outside tests) it does nothing.
+The points: `fetch` (at git's first progress line of the mirror fetch), `fast-import` (the
+result written to the mirror), `clone` (the output cloned aside, not yet in place), `checkout`
+(just before it) and `record` (before the bases and the lock are written).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+
+def pause(point: str) -> None:
+    if os.environ.get("PATCHKIT_TEST_PAUSE") != point:
+        return
+    print(f"patchkit: paused at {point}", file=sys.stderr, flush=True)
+    while True:
+        time.sleep(60)
