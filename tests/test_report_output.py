@@ -163,7 +163,8 @@ def test_off_a_terminal_nothing_is_wrapped_or_cut(long_named_conflict, monkeypat
     assert any(f"│ {name} │ conflict │" in line for line in lines)  # the table row, whole
     assert f"{name}: conflict — tools/server/server-context.cpp hunk 4" in lines
     quoted = "ckpt.update_tgt(ctx_tgt, slot.id, LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY | LLAMA_STATE_SEQ_FLAGS_NO_SYNC);"
-    assert any(line.strip() == quoted for line in lines)
+    # whole, and marked as the line that differs from the hunk
+    assert any(line.strip().startswith("!") and line.strip()[1:].strip() == quoted for line in lines)
     assert "…" not in proc.stdout
     assert max(map(len, lines)) < 2 * len(name)  # sized to the content, not padded to the width
 
