@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Callable
 
 from patchkit import binary, git, ladder
-from patchkit.errors import PatchkitError
+from patchkit.errors import EnvironmentProblem, PatchkitError
 from patchkit.git import ObjectReader
 from patchkit.queue import FileChange, Hunk, Patch
 from patchkit.scopes import CppScopes, funcname_at, is_cpp
@@ -584,8 +584,14 @@ def fast_import(mirror: Mirror, revision: Revision, applied: list[_Applied], ref
     with tempfile.TemporaryDirectory(prefix="patchkit-import-") as tmp:
         marks = Path(tmp) / "marks"
         # --force: a rerun after upstream moved replaces the previous result, it does not extend it
-        git.run(["fast-import", "--quiet", "--force", "--done", f"--export-marks={marks}"],
-                cwd=mirror.path, input=bytes(out))
+        try:
+            git.run(["fast-import", "--quiet", "--force", "--done", f"--export-marks={marks}"],
+                    cwd=mirror.path, input=bytes(out))
+        except git.GitFailed as exc:
+            for crash in mirror.path.glob("fast_import_crash_*"):  # its report, of no use to anyone
+                crash.unlink()
+            raise EnvironmentProblem(f"cannot write the result into the mirror {mirror.path}: {exc.summary}",
+                                     "check the disk, then rerun") from None
         ids = dict(line.split() for line in marks.read_text().splitlines()) if applied else {}
     return [ids[f":{mark}"] for mark in range(1, len(applied) + 1)]
 

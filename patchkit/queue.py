@@ -182,6 +182,9 @@ def _parse_header(header: str, path: Path) -> tuple[Identity, str, str]:
     if not who or not name or not addr:
         raise PatchkitError(f"{path}: missing or malformed author ('From: Name <email>')",
                             "add a From: header with a name and an email address")
+    if set("<>\n") & set(name + addr):  # a commit's ident cannot carry them
+        raise PatchkitError(f"{path}: author {name!r} <{addr}> has '<' or '>' in a name or address",
+                            "fix the From: header")
     subject = fields.get("subject") or fields.get("description")
     if not subject:
         first, _, rest = message.partition("\n")

@@ -75,6 +75,7 @@ def test_no_newline_at_end_of_file(tmp_path):
     (SIMPLE.format(path="a.c").replace(" c\n-- \n", "-- \n"), "fix.patch:15: malformed or truncated"),
     (SIMPLE.format(path="a.c").replace("From: A U Thor <author@example.org>\n", ""), "missing or malformed author"),
     (SIMPLE.format(path="a.c").replace("\n", "\r\n"), "CRLF"),
+    (SIMPLE.format(path="a.c").replace("From: A U Thor <", 'From: "A <U> Thor" <'), "has '<' or '>' in a name"),
     ("From: A <a@b.c>\nSubject: x\n\nno diff here\n", "no diff found"),
     ("From: A <a@b.c>\nDate: Mon, 2 Nov 2026 10:00:00 +0100\nSubject: img\n---\n"
      "diff --git a/x.png b/x.png\nindex 1111111..2222222 100644\nBinary files a/x.png and b/x.png differ\n",
