@@ -66,3 +66,20 @@ def upstream(tmp_path_factory):
     from patchkit.fixture import build_upstream
 
     return build_upstream(tmp_path_factory.mktemp("upstream") / "llama.cpp", seed_patch_path())
+
+
+@pytest.fixture
+def project(tmp_path, upstream):
+    """A fork of the fixture upstream carrying the real queue."""
+    from patchkit.project import Project
+
+    return Project.load(write_project(tmp_path / "fork", str(upstream.path)))
+
+
+def apply(project, ref: str, **options):
+    """`patchkit apply upstream@REF` in this process, without site checks unless asked."""
+    from patchkit.workflow import ApplyOptions, run_apply
+
+    options.setdefault("check", False)
+    return run_apply(project, ApplyOptions(spec=f"upstream@{ref}", **options))
+

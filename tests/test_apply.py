@@ -8,23 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import assert_matches_schema, git_identity, run_cli, seed_patch_path, write_project
+from conftest import apply, assert_matches_schema, git_identity, run_cli, seed_patch_path, write_project
 from patchkit import git
 from patchkit.apply import Verdict
 from patchkit.errors import PatchkitError
 from patchkit.fixture import SERVER_CONTEXT, FixtureUpstream
 from patchkit.project import Project
-from patchkit.workflow import ApplyOptions, run_apply
-
-
-@pytest.fixture
-def project(tmp_path, upstream: FixtureUpstream) -> Project:
-    return Project.load(write_project(tmp_path / "fork", str(upstream.path)))
-
-
-def apply(project: Project, ref: str, **options):
-    options.setdefault("check", False)
-    return run_apply(project, ApplyOptions(spec=f"upstream@{ref}", **options))
 
 
 def patched_text(project: Project, path: str = SERVER_CONTEXT) -> str:

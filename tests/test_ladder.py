@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from patchkit import ladder
 from patchkit.apply import Base, Verdict, apply_file
 from patchkit.queue import FileChange, Hunk
 from patchkit.scopes import funcname_at

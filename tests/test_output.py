@@ -6,22 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import git_identity, run_cli, write_project
+from conftest import apply, git_identity, run_cli, write_project
 from patchkit import git
 from patchkit.errors import PatchkitError
-from patchkit.fixture import SERVER_CONTEXT, FixtureUpstream
-from patchkit.project import Project
-from patchkit.workflow import ApplyOptions, run_apply
-
-
-@pytest.fixture
-def project(tmp_path, upstream: FixtureUpstream) -> Project:
-    return Project.load(write_project(tmp_path / "fork", str(upstream.path)))
-
-
-def apply(project: Project, ref: str, **options):
-    options.setdefault("check", False)
-    return run_apply(project, ApplyOptions(spec=f"upstream@{ref}", **options))
+from patchkit.fixture import SERVER_CONTEXT
 
 
 def commit(out: Path, message: str, path: str = "NOTES.md") -> str:
