@@ -8,7 +8,6 @@ import zlib
 from pathlib import Path
 from typing import Callable
 
-
 from conftest import git_identity, write_project
 from patchkit import git
 from patchkit.apply import Verdict
