@@ -201,6 +201,19 @@ class Mirror:
         lines = "".join(f"update {BASES_NAMESPACE}/{sha} {commit}\n" for sha, commit in commits.items())
         git.run(["update-ref", "--stdin"], cwd=self.path, input=lines)
 
+    def guard_pin(self, commit: str) -> None:
+        """The lock never moves backwards, nor to a commit that does not contain the locked one:
+        a lock is a promise that everything up to it was carried."""
+        locked = self._lock_commit
+        if locked is None or locked == commit:
+            return
+        try:
+            git.run(["merge-base", "--is-ancestor", locked, commit], cwd=self.path)
+        except git.GitFailed:  # exit 1: not an ancestor; 128: the locked commit is not even here
+            raise PatchkitError(
+                f"upstream {commit[:12]} does not contain the locked commit {locked[:12]}: the lock would "
+                "move backwards or sideways", "name a newer upstream ref, or pass --allow-rewind") from None
+
     def rename_target(self, path: str, commit: str) -> str | None:
         """Where upstream moved PATH, by git's rename detection on the commit that removed it."""
         gone_in = git.run(["log", "-1", "--format=%H", commit, "--", path], cwd=self.path)

@@ -27,6 +27,7 @@ class ApplyOptions:
     output: Path | None = None
     force: bool = False
     update_lock: bool = False
+    allow_rewind: bool = False  # let --update-lock move the lock to a commit without the locked one
     check: bool = True
     build: tuple[str, ...] = ()
 
@@ -91,6 +92,8 @@ def run_apply(project: Project, options: ApplyOptions, hooks: Hooks = Hooks()) -
 
     with mirror.locked():
         revision = mirror.resolve(options.spec, fetch=options.fetch, progress=progress, warn=warn)
+        if options.update_lock and not options.allow_rewind:
+            mirror.guard_pin(revision.commit)
         with mirror.reader() as reader:
             applier = Applier(mirror, revision, reader, options.fuzz)
             applied = [applier.apply(patch) for patch in queue.patches]

@@ -389,3 +389,17 @@ def test_a_lock_with_a_symbolic_commit_is_refused(project):
                                              "patches": {}, "tree": "0" * 40}))
     with pytest.raises(PatchkitError, match="not a valid lock file"):
         apply(project, "locked")
+
+
+def test_the_lock_never_moves_backwards_unless_asked(project, upstream):
+    head = apply(project, "HEAD", update_lock=True)
+    locked = project.lock()
+    assert head.lock_updated
+    with pytest.raises(PatchkitError) as exc:
+        apply(project, "b1000", update_lock=True)  # an ancestor of master: backwards
+    b1000 = git.run(["rev-parse", "b1000"], cwd=upstream.path)
+    assert f"upstream {b1000[:12]} does not contain the locked commit {locked.upstream_commit[:12]}" in str(exc.value)
+    assert project.lock() == locked
+    assert apply(project, "b1000").exit_code == 0  # without --update-lock nothing is guarded
+    assert apply(project, "b1000", update_lock=True, allow_rewind=True).lock_updated
+    assert project.lock().upstream_commit == b1000

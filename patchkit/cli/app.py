@@ -53,6 +53,8 @@ MarkdownOpt = report_option("--markdown", "a Markdown report")
 JunitOpt = report_option("--junit", "a JUnit XML report")
 UpstreamOpt = typer.Option(None, "--upstream", metavar="URL_OR_PATH",
                            help="Use this upstream for one run (a path or file:// works).")
+AllowRewindOpt = typer.Option(False, "--allow-rewind",
+                              help="Let the lock move to a commit that does not contain the locked one.")
 NoFetchOpt = typer.Option(False, "--no-fetch", help="Use the mirror as it is, without fetching.")
 
 _state = {"quiet": False, "verbose": False}

@@ -9,8 +9,8 @@ from typing import List, Optional
 
 import typer
 
-from patchkit.cli.app import (JsonOpt, JunitOpt, MarkdownOpt, NoFetchOpt, UpstreamOpt, app, console, emit,
-                              is_quiet, progress_display, warn)
+from patchkit.cli.app import (AllowRewindOpt, JsonOpt, JunitOpt, MarkdownOpt, NoFetchOpt, UpstreamOpt, app,
+                              console, emit, is_quiet, progress_display, warn)
 
 
 @app.command("apply")
@@ -27,6 +27,7 @@ def apply_command(
         "Take the output tree as it is: uncommitted changes and untracked or ignored files in "
         "the way are LOST; commits patchkit did not write are kept under refs/patchkit/saved/.")),
     update_lock: bool = typer.Option(False, "--update-lock", help="Write patchkit.lock after a fully good run."),
+    allow_rewind: bool = AllowRewindOpt,
     no_check: bool = typer.Option(False, "--no-check", help="Skip the site checks of the applied patches."),
     build: List[str] = typer.Option([], "--build", metavar="BACKEND", help="Build this backend afterwards (repeats)."),
     json_out: Optional[str] = JsonOpt,
@@ -51,7 +52,8 @@ def apply_command(
     project = Project.find()
     options = ApplyOptions(spec=spec, upstream=upstream, fetch=not no_fetch, fuzz=fuzz,
                            output=output.resolve() if output else None, force=force,
-                           update_lock=update_lock, check=not no_check, build=tuple(build))
+                           update_lock=update_lock, allow_rewind=allow_rewind, check=not no_check,
+                           build=tuple(build))
     live_builds = bool(build) and sys.stderr.isatty() and not is_quiet()
     with progress_display(f"fetching {upstream or project.upstream_url}") as progress, \
             (render_build.LiveProgress(console(stderr=True)) if live_builds else nullcontext()) as builds:
