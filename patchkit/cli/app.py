@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 from pathlib import Path
-from typing import Callable, Iterator, Optional
+from typing import Callable, Optional
 
 import typer
 
@@ -118,25 +117,6 @@ def emit(reports: dict[Optional[str], Callable[[], str]], terminal: Callable[[],
 
 def cwd_path(path: Optional[Path]) -> Path:
     return Path(os.path.abspath(path)) if path else Path.cwd()
-
-
-@contextlib.contextmanager
-def progress_display(what: str) -> Iterator:
-    """A live status line on a terminal; elsewhere one line when work starts (CI logs stay short)."""
-    err = console(stderr=True)
-    if is_quiet():
-        yield lambda line: None
-    elif err.is_terminal:
-        with err.status(what) as status:
-            yield lambda line: status.update(f"{what}: {line.strip()}")
-    else:
-        said = []
-
-        def once(line: str) -> None:
-            if not said:
-                said.append(err.print(what, markup=False))
-
-        yield once
 
 
 def warn(message: str) -> None:

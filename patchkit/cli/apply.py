@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import sys
-from contextlib import nullcontext
 from pathlib import Path
 from typing import List, Optional
 
 import typer
 
 from patchkit.cli.app import (AllowRewindOpt, JsonOpt, JunitOpt, MarkdownOpt, NoFetchOpt, UpstreamOpt, app,
-                              console, emit, is_quiet, progress_display, warn)
+                              console, emit, is_quiet, warn)
+from patchkit.cli.progress import build_progress, progress_display
 
 
 @app.command("apply")
@@ -44,7 +43,6 @@ def apply_command(
     from patchkit.project import Project
     from patchkit.report import to_json
     from patchkit.report import apply as render
-    from patchkit.report import build as render_build
     from patchkit.upstream import parse_spec
     from patchkit.workflow import ApplyOptions, Hooks, run_apply
 
@@ -54,9 +52,8 @@ def apply_command(
                            output=output.resolve() if output else None, force=force,
                            update_lock=update_lock, allow_rewind=allow_rewind, check=not no_check,
                            build=tuple(build))
-    live_builds = bool(build) and sys.stderr.isatty() and not is_quiet()
     with progress_display(f"fetching {upstream or project.upstream_url}") as progress, \
-            (render_build.LiveProgress(console(stderr=True)) if live_builds else nullcontext()) as builds:
+            build_progress(bool(build)) as builds:
         report = run_apply(project, options, Hooks(progress=progress, warn=warn, build_progress=builds))
     emit({json_out: lambda: to_json("apply", report),
           markdown: lambda: render.to_markdown(report),

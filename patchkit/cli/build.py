@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import re
-import sys
-from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
 from patchkit.cli.app import JsonOpt, JunitOpt, MarkdownOpt, app, console, cwd_path, emit, is_quiet
+from patchkit.cli.progress import build_progress
 from patchkit.errors import PatchkitError
 
 if TYPE_CHECKING:
@@ -67,8 +66,7 @@ def build(
     if bool(backend) == all_:
         raise PatchkitError("say which backends to build", "use --backend NAME (repeatable) or --all")
     defines, project = _defines(define), _project()
-    live = sys.stderr.isatty() and not is_quiet()
-    with render.LiveProgress(console(stderr=True)) if live else nullcontext() as progress:
+    with build_progress() as progress:
         report = build_backends(project, _tree(tree, project), None if all_ else backend,
                                 recipes_dir=_recipes_dir(recipes_dir, project),
                                 build_dir=cwd_path(build_dir) if build_dir else None, jobs=jobs,

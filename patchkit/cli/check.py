@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, List, Optional
 import typer
 
 from patchkit.cli.app import (JsonOpt, JunitOpt, MarkdownOpt, NoFetchOpt, UpstreamOpt, app, console, emit,
-                              is_quiet, is_verbose, progress_display, report_option, warn)
+                              is_quiet, is_verbose, report_option, warn)
+from patchkit.cli.progress import progress_display
 from patchkit.errors import PatchkitError
 
 if TYPE_CHECKING:

@@ -1,0 +1,105 @@
+"""Progress while long work runs: live on a terminal; in CI logs, plain lines with a heartbeat.
+
+A CI log that stays silent for minutes looks like a hung job (and some CI systems kill jobs that
+print nothing for a while), so off a terminal the current state is printed when it changes phase
+and then again at least every HEARTBEAT seconds for as long as the work goes on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from typing import Iterator
+
+from patchkit.cli.app import console, is_quiet
+
+HEARTBEAT = 30.0
+
+
+class PlainStatus:
+    """The latest status line, printed to stderr on every `say` and at least every INTERVAL s."""
+
+    def __init__(self, interval: float = HEARTBEAT) -> None:
+        self._console = console(stderr=True)
+        self._interval = interval
+        self._line = ""
+        self._last = 0.0
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, daemon=True)
+
+    def __enter__(self) -> PlainStatus:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def update(self, line: str) -> None:
+        """Remember LINE; print it when the last print is an interval old."""
+        with self._lock:
+            self._line = line.strip()
+            due = time.monotonic() - self._last >= self._interval
+        if due:
+            self.say(self._line)
+
+    def say(self, line: str) -> None:
+        with self._lock:
+            self._line, self._last = line.strip(), time.monotonic()
+            self._console.print(self._line, markup=False, highlight=False)
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self._interval / 3):
+            with self._lock:
+                due = self._line and time.monotonic() - self._last >= self._interval
+            if due:
+                self.say(f"{self._line} (still running)")
+
+
+@contextlib.contextmanager
+def progress_display(what: str) -> Iterator:
+    """A callable taking progress lines (git's): a live status line on a terminal; elsewhere
+    WHAT once, then the latest line at least every heartbeat."""
+    err = console(stderr=True)
+    if is_quiet():
+        yield lambda line: None
+    elif err.is_terminal:
+        with err.status(what) as status:
+            yield lambda line: status.update(f"{what}: {line.strip()}")
+    else:
+        with PlainStatus() as status:
+            status.say(what)
+            yield lambda line: status.update(f"{what}: {line.strip()}")
+
+
+class PlainBuildProgress:
+    """A BuildProgress for CI logs: each phase, Ninja's [done/total] on the heartbeat, each result."""
+
+    def __init__(self, status: PlainStatus) -> None:
+        self._status = status
+
+    def phase(self, backend: str, phase: str) -> None:
+        self._status.say(f"{backend}: {phase}")
+
+    def step(self, backend: str, done: int, total: int) -> None:
+        self._status.update(f"{backend}: build [{done}/{total}]")
+
+    def finished(self, result) -> None:  # result: patchkit.backends.BuildResult
+        self._status.say(f"{result.backend}: {result.status.value}" + (f": {result.reason}" if result.reason else ""))
+
+
+@contextlib.contextmanager
+def build_progress(wanted: bool = True) -> Iterator:
+    """The BuildProgress to hand to builds (None when there are none, or with --quiet)."""
+    if not wanted or is_quiet():
+        yield None
+    elif console(stderr=True).is_terminal:
+        from patchkit.report.build import LiveProgress
+
+        with LiveProgress(console(stderr=True)) as live:
+            yield live
+    else:
+        with PlainStatus() as status:
+            yield PlainBuildProgress(status)

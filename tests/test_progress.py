@@ -1,0 +1,30 @@
+"""Progress in CI logs: plain lines, and a heartbeat while nothing new happens."""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+
+from patchkit.cli.progress import PlainBuildProgress, PlainStatus
+
+
+def test_a_silent_step_still_prints_a_line_every_interval(capsys):
+    with PlainStatus(interval=0.2) as status:
+        status.say("fetching upstream")
+        status.update("fetching upstream: Receiving objects:  42%")  # too soon to print
+        time.sleep(0.7)  # git says nothing more for a while
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == "fetching upstream"
+    assert lines[1] == "fetching upstream: Receiving objects:  42% (still running)"
+    assert len(lines) >= 3  # and again while it lasts
+
+
+def test_builds_say_each_phase_steps_on_the_heartbeat_and_each_result(capsys):
+    with PlainStatus(interval=60) as status:
+        progress = PlainBuildProgress(status)
+        progress.phase("cpu", "configure")
+        progress.phase("cpu", "build")
+        for done in range(1, 101):
+            progress.step("cpu", done, 100)
+        progress.finished(SimpleNamespace(backend="cpu", status=SimpleNamespace(value="ok"), reason=""))
+    assert capsys.readouterr().err.splitlines() == ["cpu: configure", "cpu: build", "cpu: ok"]
