@@ -33,6 +33,8 @@ _CASTS = frozenset({"static_cast", "reinterpret_cast", "const_cast"})
 _SCOPES_WITH_STATEMENTS = frozenset({"compound_statement", "translation_unit", "declaration_list"})
 _PREPROC_BLOCKS = frozenset({"preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif",
                              "preproc_elifdef"})
+_SCOPE_KINDS = {"compound_statement": "local", "field_declaration_list": "member",
+                "translation_unit": "global", "declaration_list": "global"}
 _STATEMENT_PARENTS = _SCOPES_WITH_STATEMENTS | _PREPROC_BLOCKS | {"field_declaration_list"}
 _MAX_DEPTH = 32  # alias and macro chains longer than this are not code anyone writes
 
@@ -158,6 +160,12 @@ class _Parents:
             self._known[node.id] = step
         return self._known[node.id]
 
+    def children(self, node: Node) -> list[Node]:
+        """NODE's children, remembering their parent: walks down then need no descent to go up."""
+        children = node.children
+        self._known.update((child.id, node) for child in children)
+        return children
+
 
 class CppFile:
     """One parsed C++ file and the questions the checks ask of it."""
@@ -170,6 +178,7 @@ class CppFile:
         root = self._tree.root_node
         self._parent = _Parents(root)
         self._lookups: dict[tuple[str, int], _Decl | None] = {}  # (name, id of the node it is used at)
+        self._kinds: dict[int, str] = {}  # _statement_kind of `#ifdef` blocks, by node id
         calls: list[Node] = []
         ifs: list[Node] = []
         self._defines: dict[str, list[Node]] = {}
@@ -259,7 +268,7 @@ class CppFile:
                         what = f"{what} in: {_squash(statement.text)}"
                     spans[statement.start_byte] = self._span("parse-error", statement, what)
                 continue
-            stack.extend(c for c in node.children if c.has_error)
+            stack.extend(c for c in self._parent.children(node) if c.has_error)
         return _merge(list(spans.values()))
 
     def _span(self, kind: str, node: Node, text: str, end: int | None = None) -> _Span:
@@ -588,15 +597,21 @@ class CppFile:
         return live[-1] if live else None
 
     def _statement_kind(self, scope: Node | None) -> str:
+        """What declarations directly in SCOPE are: that of the scope around an `#ifdef` block,
+        remembered for the blocks passed, since they may nest deep."""
+        passed, kind = [], "global"
         while scope is not None:
-            if scope.type == "compound_statement":
-                return "local"
-            if scope.type == "field_declaration_list":
-                return "member"
-            if scope.type in ("translation_unit", "declaration_list"):
-                return "global"
+            if scope.id in self._kinds:
+                kind = self._kinds[scope.id]
+                break
+            if scope.type in _SCOPE_KINDS:
+                kind = _SCOPE_KINDS[scope.type]
+                break
+            passed.append(scope.id)
             scope = self._parent(scope)
-        return "global"
+        for scope_id in passed:
+            self._kinds[scope_id] = kind
+        return kind
 
     def _statement(self, node: Node) -> Node:
         """The statement, declaration or member around NODE (NODE itself when it is one)."""
