@@ -5,7 +5,12 @@ generated server-like code until it reaches the size: member functions full of c
 other receivers, lambdas, loops, comments, string literals, `#if 0` blocks and the
 `"n = %" PRId64` log lines that tree-sitter cannot parse. The time covers what a check costs:
 parsing, the one query, receiver binding and flag resolution, and the verdicts.
-Usage: python benchmarks/check_bench.py [--kb 300] [--runs 5]
+
+With `--nested N`, the file is instead the fixture with the body of reject_draft() wrapped in N
+nested blocks (about 11 bytes each: 20,000 make a 220 KB file), so that two sites, the `#if 0`
+and a parse error sit N levels deep and every name lookup from them walks out through N scopes:
+the cost of a check must grow linearly with nesting depth.
+Usage: python benchmarks/check_bench.py [--kb 300 | --nested 20000] [--runs 5]
 """
 
 from __future__ import annotations
@@ -58,12 +63,25 @@ def generate(kb: int) -> bytes:
     return ("".join(parts) + "};" + tail).encode()
 
 
+def nested(depth: int) -> bytes:
+    """The fixture with reject_draft()'s body DEPTH blocks deep, one statement per level."""
+    base = FIXTURE.read_text()
+    start = "    void reject_draft(server_slot & slot, int n_accepted) {\n        auto & ckpt = slot.spec_ckpt;\n"
+    head, rest = base.split(start, 1)
+    body, tail = rest.split("\n    }\n};", 1)
+    opening = "".join(f"{{ n += {i % 10};\n" for i in range(depth))
+    deepest = '        LOG_DBG("n = %" PRId64 "\\n", (int64_t) n);\n'  # a parse error at the bottom
+    return (head + start + "        int n = 0;\n" + opening + deepest + body + "\n" + "}" * depth
+            + "\n    }\n};" + tail).encode()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kb", type=int, default=300)
+    parser.add_argument("--nested", type=int, metavar="DEPTH", help="the fixture with sites DEPTH blocks deep")
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
-    source = generate(args.kb)
+    source = nested(args.nested) if args.nested else generate(args.kb)
     rules = load_rules(RULES)
     times = []
     for _ in range(args.runs):
@@ -73,7 +91,8 @@ def main() -> None:
     if not report.passed:
         sys.exit("benchmark file fails its checks: " + "; ".join(m for r in report.rules for m in r.messages))
     regions, lines = len(report.rules[0].regions), source.count(b"\n")
-    print(f"checked {len(source) / 1024:.0f} KB, {lines} lines, "
+    shape = f" ({args.nested} nested blocks)" if args.nested else ""
+    print(f"checked {len(source) / 1024:.0f} KB{shape}, {lines} lines, "
           f"{sum(r.found for r in report.rules)} sites, {regions} regions not read as code: "
           f"median {statistics.median(times) * 1000:.0f} ms, best {min(times) * 1000:.0f} ms "
           f"over {args.runs} runs")

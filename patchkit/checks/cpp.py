@@ -5,6 +5,8 @@ Each file is parsed once and queried once. Names are looked up the way C++ scope
 outwards from the use (blocks, loops, lambdas, parameters, the class body, namespaces), so that a
 constant dropped into a function body is not mistaken for the class member of the same name.
 Code in `#if 0` never counts; parse errors stay local: they taint only what overlaps them.
+The cost grows linearly with nesting depth: nothing recurses per level, parents are remembered
+(tree-sitter finds one by descending from the root), and name lookups share their walks out.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ _CASTS = frozenset({"static_cast", "reinterpret_cast", "const_cast"})
 _SCOPES_WITH_STATEMENTS = frozenset({"compound_statement", "translation_unit", "declaration_list"})
 _PREPROC_BLOCKS = frozenset({"preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif",
                              "preproc_elifdef"})
+_SCOPE_KINDS = {"compound_statement": "local", "field_declaration_list": "member",
+                "translation_unit": "global", "declaration_list": "global"}
 _STATEMENT_PARENTS = _SCOPES_WITH_STATEMENTS | _PREPROC_BLOCKS | {"field_declaration_list"}
 _MAX_DEPTH = 32  # alias and macro chains longer than this are not code anyone writes
 
@@ -137,6 +141,32 @@ class _Span:
     region: Region
 
 
+class _Parents:
+    """The parent of a node, remembered. tree-sitter keeps no parent links: `Node.parent`
+    descends from the root, so a walk up N levels through it costs N² steps. Here the first
+    question about a node descends once and remembers the parent of every node on the way, so
+    that walking on up from it, or from its neighbours, costs one step per level."""
+
+    def __init__(self, root: Node) -> None:
+        self._root = root
+        self._known: dict[int, Node | None] = {root.id: None}  # by node id
+
+    def __call__(self, node: Node) -> Node | None:
+        if node.id not in self._known:
+            step = self._root  # what ts_node_parent does, remembering each step
+            while (child := step.child_with_descendant(node)) is not None and child.id != node.id:
+                self._known[child.id] = step
+                step = child
+            self._known[node.id] = step
+        return self._known[node.id]
+
+    def children(self, node: Node) -> list[Node]:
+        """NODE's children, remembering their parent: walks down then need no descent to go up."""
+        children = node.children
+        self._known.update((child.id, node) for child in children)
+        return children
+
+
 class CppFile:
     """One parsed C++ file and the questions the checks ask of it."""
 
@@ -146,6 +176,9 @@ class CppFile:
         self._line_starts: list[int] | None = None
         self._macros: dict[int, Node | None] = {}
         root = self._tree.root_node
+        self._parent = _Parents(root)
+        self._lookups: dict[tuple[str, int], _Decl | None] = {}  # (name, id of the node it is used at)
+        self._kinds: dict[int, str] = {}  # _statement_kind of `#ifdef` blocks, by node id
         calls: list[Node] = []
         ifs: list[Node] = []
         self._defines: dict[str, list[Node]] = {}
@@ -228,14 +261,14 @@ class CppFile:
         while stack:
             node = stack.pop()
             if node.is_error or node.is_missing:
-                statement = _statement(node)
+                statement = self._statement(node)
                 if statement.start_byte not in spans:
                     what = f"missing '{node.type}'" if node.is_missing else _squash(node.text)
                     if statement != node:
                         what = f"{what} in: {_squash(statement.text)}"
                     spans[statement.start_byte] = self._span("parse-error", statement, what)
                 continue
-            stack.extend(c for c in node.children if c.has_error)
+            stack.extend(c for c in self._parent.children(node) if c.has_error)
         return _merge(list(spans.values()))
 
     def _span(self, kind: str, node: Node, text: str, end: int | None = None) -> _Span:
@@ -398,7 +431,7 @@ class CppFile:
         places = []
         for m in re.finditer(rb"\b" + re.escape(name.encode()) + rb"\b", self.source):
             node = self._tree.root_node.named_descendant_for_byte_range(m.start(), m.end())
-            decl = _enclosing_declaration(node)
+            decl = self._enclosing_declaration(node)
             if decl is not None and not self.disabled(decl.start_byte, decl.end_byte):
                 places.append(f"line {self._line(decl)} {self._context(decl)}")
         return f" (declared at {', '.join(places)})" if places else ""
@@ -407,8 +440,8 @@ class CppFile:
         function = self.function_of(node)
         if function:
             return f"inside the body of {function}()"
-        body = node.parent
-        owner = body.parent if body is not None else None
+        body = self._parent(node)
+        owner = self._parent(body) if body is not None else None
         if owner is not None and body.type == "field_declaration_list":
             return f"in {owner.type.split('_')[0]} {_name(owner)}"
         return "at namespace scope"
@@ -463,30 +496,40 @@ class CppFile:
     def _enclosing_class_name(self, node: Node) -> Node | None:
         while node is not None:
             if node.type == "field_declaration_list":
-                return node.parent.child_by_field_name("name")
+                return self._parent(node).child_by_field_name("name")
             if node.type == "function_definition":
                 owner = _qualified_owner(node)
                 if owner is not None:
                     return owner
-            node = node.parent
+            node = self._parent(node)
         return None
 
     # -- name lookup -------------------------------------------------------------------------
 
     def _lookup(self, name: str, at: Node) -> _Decl | None:
-        """The declaration NAME refers to at AT, walking the enclosing scopes outwards."""
-        node = at
-        while (scope := node.parent) is not None:
+        """The declaration NAME refers to at AT, walking the enclosing scopes outwards.
+
+        Where the name is not declared in a scope before the node walked from, the answer is that
+        for the scope itself: remembered for each scope passed, so lookups of one name from
+        deep inside nested blocks walk out through each level once between them."""
+        walked: list[tuple[str, int]] = []
+        node, found = at, None
+        while (key := (name, node.id)) not in self._lookups and (scope := self._parent(node)) is not None:
+            walked.append(key)
             found = self._declared_in(scope, name, node)
             if found is not None:
-                return found
+                break
             node = scope
-        return None
+        else:
+            found = self._lookups.get(key)
+        for key in walked:
+            self._lookups[key] = found
+        return found
 
     def _declared_in(self, scope: Node, name: str, child: Node) -> _Decl | None:
         kind = scope.type
         if kind in _SCOPES_WITH_STATEMENTS or kind in _PREPROC_BLOCKS:
-            decl_kind = _statement_kind(scope)
+            decl_kind = self._statement_kind(scope)
             for sibling in reversed(scope.named_children):
                 if sibling.end_byte <= child.start_byte:
                     found = self._declared_among(sibling, name, decl_kind)
@@ -513,15 +556,19 @@ class CppFile:
         return None
 
     def _declared_among(self, node: Node, name: str, kind: str) -> _Decl | None:
-        if self.disabled(node.start_byte, node.end_byte):
-            return None
-        if node.type in ("declaration", "field_declaration"):
-            return _declaration(node, name, kind)
-        if node.type in _PREPROC_BLOCKS:  # `#ifdef X` blocks do not open a scope
-            for child in reversed(node.named_children):
-                found = self._declared_among(child, name, kind)
+        """NAME declared by NODE, or inside the `#ifdef X` blocks it is (they open no scope):
+        the last such declaration, searched with a stack, since those blocks may nest deep."""
+        stack = [node]
+        while stack:
+            node = stack.pop()
+            if self.disabled(node.start_byte, node.end_byte):
+                continue
+            if node.type in ("declaration", "field_declaration"):
+                found = _declaration(node, name, kind)
                 if found is not None:
                     return found
+            elif node.type in _PREPROC_BLOCKS:
+                stack.extend(node.named_children)  # popped last first
         return None
 
     def _member(self, body: Node, name: str) -> _Decl | None:
@@ -549,6 +596,41 @@ class CppFile:
                 if d.start_byte < at.start_byte and not self.disabled(d.start_byte, d.end_byte)]
         return live[-1] if live else None
 
+    def _statement_kind(self, scope: Node | None) -> str:
+        """What declarations directly in SCOPE are: that of the scope around an `#ifdef` block,
+        remembered for the blocks passed, since they may nest deep."""
+        passed, kind = [], "global"
+        while scope is not None:
+            if scope.id in self._kinds:
+                kind = self._kinds[scope.id]
+                break
+            if scope.type in _SCOPE_KINDS:
+                kind = _SCOPE_KINDS[scope.type]
+                break
+            passed.append(scope.id)
+            scope = self._parent(scope)
+        for scope_id in passed:
+            self._kinds[scope_id] = kind
+        return kind
+
+    def _statement(self, node: Node) -> Node:
+        """The statement, declaration or member around NODE (NODE itself when it is one)."""
+        while (parent := self._parent(node)) is not None and parent.type not in _STATEMENT_PARENTS:
+            node = parent
+        return node
+
+    def _enclosing_declaration(self, node: Node | None) -> Node | None:
+        """The declaration whose declarator NODE names, or None when NODE is a mere use."""
+        child = node
+        while child is not None and (parent := self._parent(child)) is not None:
+            if parent.type in ("declaration", "field_declaration"):
+                return parent if parent.field_name_for_child(_index(parent, child)) == "declarator" else None
+            if parent.type not in ("init_declarator", "reference_declarator", "pointer_declarator",
+                                   "array_declarator") or parent.child_by_field_name("value") == child:
+                return None
+            child = parent
+        return None
+
     def _touch(self, trace: _Trace, node: Node) -> None:
         for s in self._errors:
             if _overlaps(s, node.start_byte, node.end_byte):
@@ -560,11 +642,11 @@ class CppFile:
     def function_of(self, node: Node) -> str:
         """`S::f` for the function around NODE ("" at file scope); lambdas count as their host."""
         while node is not None and node.type != "function_definition":
-            node = node.parent
+            node = self._parent(node)
         if node is None:
             return ""
         name = _squash(_function_name(node).text) if _function_name(node) is not None else ""
-        owner = self._enclosing_class_name(node.parent)
+        owner = self._enclosing_class_name(self._parent(node))
         return f"{owner.text.decode()}::{name}" if owner is not None and "::" not in name else name
 
 
@@ -649,25 +731,6 @@ def _declared_type(node: Node) -> Node | None:
     return None if t is None or t.type == "placeholder_type_specifier" else t
 
 
-def _statement_kind(scope: Node) -> str:
-    while scope is not None:
-        if scope.type == "compound_statement":
-            return "local"
-        if scope.type == "field_declaration_list":
-            return "member"
-        if scope.type in ("translation_unit", "declaration_list"):
-            return "global"
-        scope = scope.parent
-    return "global"
-
-
-def _statement(node: Node) -> Node:
-    """The statement, declaration or member around NODE (NODE itself when it is one)."""
-    while node.parent is not None and node.parent.type not in _STATEMENT_PARENTS:
-        node = node.parent
-    return node
-
-
 def _function_name(function: Node) -> Node | None:
     declarator = function.child_by_field_name("declarator")
     while declarator is not None and declarator.type != "function_declarator":
@@ -679,20 +742,6 @@ def _qualified_owner(function: Node) -> Node | None:
     """For `void S::f()`: the node naming S."""
     name = _function_name(function)
     return name.child_by_field_name("scope") if name is not None and name.type == "qualified_identifier" else None
-
-
-def _enclosing_declaration(node: Node | None) -> Node | None:
-    """The declaration whose declarator NODE names, or None when NODE is a mere use."""
-    child = node
-    while child is not None and child.parent is not None:
-        parent = child.parent
-        if parent.type in ("declaration", "field_declaration"):
-            return parent if parent.field_name_for_child(_index(parent, child)) == "declarator" else None
-        if parent.type not in ("init_declarator", "reference_declarator", "pointer_declarator",
-                               "array_declarator") or parent.child_by_field_name("value") == child:
-            return None
-        child = parent
-    return None
 
 
 def _index(parent: Node, child: Node) -> int:
