@@ -20,11 +20,13 @@ HEARTBEAT = 30.0
 class PlainStatus:
     """The latest status line, printed to stderr on every `say` and at least every INTERVAL s."""
 
-    def __init__(self, interval: float = HEARTBEAT) -> None:
+    def __init__(self, interval: float = HEARTBEAT, first: str = "") -> None:
+        """FIRST: the state before anything is said (printed only if the work outlasts INTERVAL)."""
         self._console = console(stderr=True)
         self._interval = interval
-        self._line = ""
-        self._last = 0.0
+        self._line = first
+        self._last = time.monotonic()
+        self._fresh = True  # the first update prints at once: the work has visibly started
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._beat, daemon=True)
@@ -41,13 +43,13 @@ class PlainStatus:
         """Remember LINE; print it when the last print is an interval old."""
         with self._lock:
             self._line = line.strip()
-            due = time.monotonic() - self._last >= self._interval
+            due = self._fresh or time.monotonic() - self._last >= self._interval
         if due:
             self.say(self._line)
 
     def say(self, line: str) -> None:
         with self._lock:
-            self._line, self._last = line.strip(), time.monotonic()
+            self._line, self._last, self._fresh = line.strip(), time.monotonic(), False
             self._console.print(self._line, markup=False, highlight=False)
 
     def _beat(self) -> None:
@@ -60,8 +62,9 @@ class PlainStatus:
 
 @contextlib.contextmanager
 def progress_display(what: str) -> Iterator:
-    """A callable taking progress lines (git's): a live status line on a terminal; elsewhere
-    WHAT once, then the latest line at least every heartbeat."""
+    """A callable taking progress lines (git's): a live status line on a terminal; elsewhere the
+    first line at once, then the latest at least every heartbeat (nothing for work that is quick
+    and silent, such as a local fetch)."""
     err = console(stderr=True)
     if is_quiet():
         yield lambda line: None
@@ -69,8 +72,7 @@ def progress_display(what: str) -> Iterator:
         with err.status(what) as status:
             yield lambda line: status.update(f"{what}: {line.strip()}")
     else:
-        with PlainStatus() as status:
-            status.say(what)
+        with PlainStatus(first=what) as status:
             yield lambda line: status.update(f"{what}: {line.strip()}")
 
 
