@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 from conftest import git_identity, seed_patch_path, write_project
@@ -93,7 +94,7 @@ def test_names_the_commit_that_adopted_the_patch(tmp_path, upstream, scenario, k
         assert finding.applied_upstream is None
 
 
-def dependent_patch(tmp_path, upstream) -> "Path":
+def dependent_patch(tmp_path, upstream) -> Path:
     """A patch on top of the seed patch: it edits a line the seed patch adds."""
     repo = tmp_path / "dependent"
     git.run(["init", "--quiet", str(repo)])
