@@ -202,6 +202,7 @@ class VerifyOptions:
 
 @dataclass(frozen=True)
 class FileDrift:
+    name: str  # as listed in series
     path: str  # relative to the project root: patches/NAME.patch
     diff: str  # unified diff, committed -> regenerated
 
@@ -257,8 +258,8 @@ def verify_queue(project: Project, options: VerifyOptions, hooks: Hooks = Hooks(
         lock_drift = _lock_drift(lock, regenerated)
         for patch, r in zip(queue.patches, refreshed):
             if r.change is not Change.UNCHANGED:
-                files.append(FileDrift(_relative(project, patch.path), _file_diff(
-                    patch.path.read_bytes(), r.data, _relative(project, patch.path))))
+                path = _relative(project, patch.path)
+                files.append(FileDrift(r.name, path, _file_diff(patch.path.read_bytes(), r.data, path)))
         if options.output_dir:
             for patch, r in zip(queue.patches, refreshed):
                 atomic_write(options.output_dir / _relative(project, patch.path), r.data)
