@@ -32,16 +32,17 @@ def verify_command(
       patchkit verify\n
       patchkit verify --output-dir refreshed --junit verify.xml
     """
-    from patchkit.nightly.refresh import VerifyOptions, verify_queue
+    from patchkit.nightly.refresh import VerifyOptions, require_lock, verify_queue
     from patchkit.project import Project
     from patchkit.report import verify as render
     from patchkit.workflow import Hooks
 
     project = Project.find()
+    lock = require_lock(project)  # before any progress line: a missing lock is the whole answer
     options = VerifyOptions(upstream=upstream, fetch=not no_fetch,
                             output_dir=output_dir.resolve() if output_dir else None)
     with progress_display(f"fetching {upstream or project.upstream_url}") as progress:
-        report = verify_queue(project, options, Hooks(progress=progress, warn=warn))
+        report = verify_queue(project, lock, options, Hooks(progress=progress, warn=warn))
     emit({json_out: lambda: render.to_json(report),
           markdown: lambda: render.to_markdown(report),
           junit: lambda: render.to_junit(report)},

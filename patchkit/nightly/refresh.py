@@ -234,12 +234,17 @@ class VerifyReport:
         return 0 if self.passed else 1
 
 
-def verify_queue(project: Project, options: VerifyOptions, hooks: Hooks = Hooks()) -> VerifyReport:
-    """Apply the queue at the locked commit, refresh it in memory, and compare with what is committed."""
+def require_lock(project: Project) -> Lock:
+    """The lock verify compares with; without one there is nothing to verify (bad input, exit 2)."""
     lock = project.lock()
     if lock is None:
         raise PatchkitError(f"{project.lock_path} does not exist: there is no locked state to verify",
                             "run `patchkit apply upstream@HEAD --update-lock` and commit patchkit.lock")
+    return lock
+
+
+def verify_queue(project: Project, lock: Lock, options: VerifyOptions, hooks: Hooks = Hooks()) -> VerifyReport:
+    """Apply the queue at LOCK's commit, refresh it in memory, and compare with what is committed."""
     if options.output_dir and options.output_dir.exists() and not options.output_dir.is_dir():
         raise PatchkitError(f"--output-dir {options.output_dir} is not a folder", "give a folder")
     # By id, not `upstream@locked`: that one only resolves when --upstream names the lock's URL.
