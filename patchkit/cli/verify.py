@@ -1,0 +1,51 @@
+"""`patchkit verify`: the pull-request gate, is the committed queue what refreshing it gives?"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from patchkit.cli.app import (JsonOpt, JunitOpt, MarkdownOpt, NoFetchOpt, UpstreamOpt, app, console, emit,
+                              is_quiet, warn)
+from patchkit.cli.progress import progress_display
+
+
+@app.command("verify")
+def verify_command(
+    upstream: Optional[str] = UpstreamOpt,
+    no_fetch: bool = NoFetchOpt,
+    output_dir: Optional[Path] = typer.Option(None, "--output-dir", metavar="DIR", help=(
+        "Write the regenerated patches and patchkit.lock here (as the repository lays them out), "
+        "for CI to upload.")),
+    json_out: Optional[str] = JsonOpt,
+    markdown: Optional[str] = MarkdownOpt,
+    junit: Optional[str] = JunitOpt,
+) -> None:
+    """Fail (exit 1) when refreshing the queue at the locked commit would change any byte of
+    patches/ or the lock's commit, patch hashes or tree: the queue is stale or hand-edited.
+
+    The queue is applied in a scratch folder; ./llama.cpp is not touched.
+
+    Examples:\n
+      patchkit verify\n
+      patchkit verify --output-dir refreshed --junit verify.xml
+    """
+    from patchkit.nightly.refresh import VerifyOptions, require_lock, verify_queue
+    from patchkit.project import Project
+    from patchkit.report import verify as render
+    from patchkit.workflow import Hooks
+
+    project = Project.find()
+    lock = require_lock(project)  # before any progress line: a missing lock is the whole answer
+    options = VerifyOptions(upstream=upstream, fetch=not no_fetch,
+                            output_dir=output_dir.resolve() if output_dir else None)
+    with progress_display(f"fetching {upstream or project.upstream_url}") as progress:
+        report = verify_queue(project, lock, options, Hooks(progress=progress, warn=warn))
+    emit({json_out: lambda: render.to_json(report),
+          markdown: lambda: render.to_markdown(report),
+          junit: lambda: render.to_junit(report)},
+         lambda: render.render_terminal(report, console()) if not is_quiet()
+         else print(render.summary_line(report)))
+    raise typer.Exit(report.exit_code)

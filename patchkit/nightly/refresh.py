@@ -1,0 +1,300 @@
+"""Refresh: each patch regenerated from its commit on the patched branch, churn-free; and `verify`,
+which refreshes in memory and says whether the committed queue and lock are what that gives.
+
+A refreshed patch is what `git format-patch --zero-commit --full-index --binary --no-signature`
+writes for the commit: the mbox `From` line with the zero id, From/Date/Subject from the patch
+(git encodes them as it always does), the message with its DEP-3 trailers, `---`, the diff with
+full `index` blob ids so anyone's `git am -3` finds the pre-image. There is no diffstat: its
+layout follows git's rendering rules (name and graph widths, `diff.stat*` settings, changed
+between git versions), the one part whose bytes could differ between two machines refreshing the
+same commit, and `verify` compares bytes. The diff itself is the commit's, so a refresh of an
+unchanged queue on an unchanged upstream gives the same bytes every time.
+"""
+
+from __future__ import annotations
+
+import difflib
+import enum
+import hashlib
+import re
+import tempfile
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+from typing import Sequence
+
+from patchkit import git
+from patchkit.apply import PatchResult
+from patchkit.errors import PatchkitError
+from patchkit.fileio import atomic_write
+from patchkit.project import LOCK_NAME, Lock, Project
+from patchkit.queue import Queue
+from patchkit.upstream import Mirror
+from patchkit.workflow import ApplyOptions, ApplyReport, Hooks, run_apply
+
+_HUNK_HEADER = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
+_INDEX = re.compile(r"^index ([0-9a-f]+)\.\.([0-9a-f]+)")
+_SIGNATURE = re.compile(r"\n-- \n[^\n]*\n*\Z")  # git format-patch's "-- \n<version>"
+_LAST_UPDATE = re.compile(r"^Last-Update: .*$", re.M)
+
+
+class Change(str, enum.Enum):
+    """What a refresh did to a patch file, least to most telling."""
+
+    UNCHANGED = "unchanged"  # the same bytes
+    FORMAT_ONLY = "format-only"  # the first rewrite into the refresh format; same change, same places
+    LINE_NUMBERS = "line-numbers-only"  # only hunk headers and `index` lines differ
+    CONTEXT = "context-changed"  # context lines differ; the +/- lines are the same
+    CONTENT = "content-changed"  # the change's own +/- lines differ
+
+
+@dataclass(frozen=True)
+class Refreshed:
+    name: str  # file name as listed in series
+    change: Change
+    old_sha256: str
+    new_sha256: str
+    data: bytes = field(repr=False)  # the new patch file
+    content_diff: str = ""  # CONTENT: a unified diff of the +/- lines (range-diff-like)
+
+
+def refresh_queue(mirror: Mirror, queue: Queue, results: Sequence[PatchResult],
+                  today: date | None = None) -> list[Refreshed]:
+    """Regenerate every patch of QUEUE from its commit in RESULTS (an apply of that queue).
+
+    The file name, author, date, subject, message and trailers are kept; `Last-Update:` moves
+    to TODAY only when the change's own lines changed.
+    """
+    commits = {r.name: r for r in results}
+    refreshed = []
+    for patch in queue.patches:
+        result = commits.get(patch.name)
+        if result is None or result.commit is None:
+            verdict = result.verdict.value if result else "not applied"
+            raise PatchkitError(f"cannot refresh {patch.name}: {verdict}, so it has no commit to refresh from",
+                                "refresh only after a run where every patch applied")
+        old = patch.path.read_bytes()
+        new = _format_patch(mirror, result.commit)
+        change, content_diff = classify(old, new, patch.name)
+        if change is Change.CONTENT:
+            new = _last_update(new, today or date.today())
+        refreshed.append(Refreshed(patch.name, change, hashlib.sha256(old).hexdigest(),
+                                   hashlib.sha256(new).hexdigest(), new, content_diff))
+    return refreshed
+
+
+def write_refreshed(project: Project, refreshed: Sequence[Refreshed]) -> None:
+    """Write each changed patch into patches/, whole or not at all; unchanged files are left alone."""
+    for r in refreshed:
+        if r.change is not Change.UNCHANGED:
+            atomic_write(project.patches_dir / r.name, r.data)
+
+
+def rekey_bases(mirror: Mirror, refreshed: Sequence[Refreshed]) -> None:
+    """Give each refreshed patch's new sha256 the 3-way base its old one has.
+
+    The old keys stay: until the refresh is merged, the fork's branch still carries the old bytes,
+    and the next run of those needs its base as much as the refreshed patch does.
+    """
+    bases = mirror.base_commits()
+    moved = {r.new_sha256: bases[r.old_sha256] for r in refreshed
+             if r.new_sha256 != r.old_sha256 and r.old_sha256 in bases}
+    if moved:
+        mirror.record_bases(moved)
+
+
+def _format_patch(mirror: Mirror, commit: str) -> bytes:
+    out = git.run(["format-patch", "-1", "--stdout", "--zero-commit", "--full-index", "--binary",
+                   "--no-signature", "--no-stat", "-M", "--encoding=UTF-8", commit], cwd=mirror.path)
+    # Without a stat git writes no `---` either; it is what tells mail tools where the message ends.
+    message, found, diff = out.partition("\ndiff --git ")
+    if not found:
+        raise PatchkitError(f"commit {commit} changes nothing", "drop the patch from the series")
+    text = f"{message.rstrip(chr(10))}\n---\ndiff --git {diff}\n"
+    return text.encode("utf-8", errors="surrogateescape")
+
+
+def _last_update(data: bytes, today: date) -> bytes:
+    """DATA with the `Last-Update:` trailer (in the message's last paragraph) set to TODAY."""
+    text = data.decode("utf-8", errors="surrogateescape")
+    message, separator, diff = text.partition("\n---\ndiff --git ")
+    body, gap, trailers = message.rpartition("\n\n")
+    trailers = _LAST_UPDATE.sub(f"Last-Update: {today.isoformat()}", trailers, count=1)
+    return (body + gap + trailers + separator + diff).encode("utf-8", errors="surrogateescape")
+
+
+@dataclass(frozen=True)
+class _Anatomy:
+    """A patch file seen at the three depths a refresh is classified by."""
+
+    changes: tuple[str, ...]  # file headers (no `index`), the +/- lines, binary data
+    hunks: tuple[str, ...]  # the diff without `index` lines, each hunk header reduced to "@@"
+    form: tuple[str, ...]  # every line; hunk headers "@@", `index` ids masked keeping their length
+
+
+def classify(old: bytes, new: bytes, name: str = "patch") -> tuple[Change, str]:
+    """How NEW differs from OLD, and for a content change a unified diff of their +/- lines."""
+    if old == new:
+        return Change.UNCHANGED, ""
+    before, after = _anatomy(old), _anatomy(new)
+    if before.changes != after.changes:
+        diff = difflib.unified_diff(before.changes, after.changes, f"a/{name}", f"b/{name}", n=2, lineterm="")
+        return Change.CONTENT, "".join(f"{line}\n" for line in diff)
+    if before.hunks != after.hunks:
+        return Change.CONTEXT, ""
+    # An abbreviated `index` id or a stat, a signature, a commit id in the `From` line: the old form.
+    return (Change.LINE_NUMBERS if before.form == after.form else Change.FORMAT_ONLY), ""
+
+
+def _anatomy(data: bytes) -> _Anatomy:
+    text = data.decode("utf-8", errors="surrogateescape")
+    start = re.search(r"(?m)^diff --git ", text)
+    diff = _SIGNATURE.sub("\n", text[start.start():]) if start else ""
+    changes: list[str] = []
+    hunks: list[str] = []
+    old_left = new_left = 0
+    in_header = False  # between `diff --git` and the first hunk: file headers, binary data
+    last_was_change = False
+    for line in diff.splitlines():
+        if old_left > 0 or new_left > 0:
+            kind = line[:1]
+            if kind == "\\":  # "\ No newline at end of file" belongs to the line before it
+                if last_was_change:
+                    changes.append(line)
+            else:
+                last_was_change = kind in ("+", "-")
+                old_left -= kind in (" ", "-", "")  # "": a context line whose blank a mailer ate
+                new_left -= kind in (" ", "+", "")
+                if last_was_change:
+                    changes.append(line)
+            hunks.append(line)
+            continue
+        header = _HUNK_HEADER.match(line)
+        if header:
+            old_left, new_left = int(header.group(1) or 1), int(header.group(2) or 1)
+            in_header = False
+            hunks.append("@@")
+        elif line.startswith("diff --git "):
+            in_header = True
+            changes.append(line)
+            hunks.append(line)
+        elif in_header and not _INDEX.match(line):
+            changes.append(line)
+            hunks.append(line)
+    form = tuple(_mask(line) for line in text.splitlines())
+    return _Anatomy(tuple(changes), tuple(hunks), form)
+
+
+def _mask(line: str) -> str:
+    if _HUNK_HEADER.match(line):
+        return "@@"
+    return _INDEX.sub(lambda m: f"index {'x' * len(m.group(1))}..{'x' * len(m.group(2))}", line)
+
+
+# --- verify: the gate for pull requests to the fork repository --------------------------------
+
+@dataclass(frozen=True)
+class VerifyOptions:
+    upstream: str | None = None  # --upstream URL_OR_PATH
+    fetch: bool = True
+    output_dir: Path | None = None  # where the regenerated patches/ and patchkit.lock go
+
+
+@dataclass(frozen=True)
+class FileDrift:
+    name: str  # as listed in series
+    path: str  # relative to the project root: patches/NAME.patch
+    diff: str  # unified diff, committed -> regenerated
+
+
+@dataclass(frozen=True)
+class LockDrift:
+    field: str  # "upstream.commit", "tree", "patches.NAME" or "patches (order)"
+    old: str | None
+    new: str | None
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    upstream_url: str
+    upstream_commit: str  # the locked commit
+    apply: ApplyReport  # the queue at the locked commit (checked out in a scratch folder, removed)
+    refreshed: tuple[Refreshed, ...]  # empty when a patch did not apply there
+    files: tuple[FileDrift, ...]  # the patch files a refresh would change
+    lock: tuple[LockDrift, ...]  # the lock fields a refresh would change (never the tool version)
+    output_dir: Path | None
+    passed: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        """The queue applies at its locked commit, passes its checks, and refreshing changes nothing."""
+        object.__setattr__(self, "passed", self.apply.passed and not self.files and not self.lock)
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.passed else 1
+
+
+def require_lock(project: Project) -> Lock:
+    """The lock verify compares with; without one there is nothing to verify (bad input, exit 2)."""
+    lock = project.lock()
+    if lock is None:
+        raise PatchkitError(f"{project.lock_path} does not exist: there is no locked state to verify",
+                            "run `patchkit apply upstream@HEAD --update-lock` and commit patchkit.lock")
+    return lock
+
+
+def verify_queue(project: Project, lock: Lock, options: VerifyOptions, hooks: Hooks = Hooks()) -> VerifyReport:
+    """Apply the queue at LOCK's commit, refresh it in memory, and compare with what is committed."""
+    if options.output_dir and options.output_dir.exists() and not options.output_dir.is_dir():
+        raise PatchkitError(f"--output-dir {options.output_dir} is not a folder", "give a folder")
+    # By id, not `upstream@locked`: that one only resolves when --upstream names the lock's URL.
+    spec = f"upstream@{lock.upstream_commit}"
+    with tempfile.TemporaryDirectory(prefix="patchkit-verify-") as scratch:
+        applied = run_apply(project, ApplyOptions(spec=spec, upstream=options.upstream, fetch=options.fetch,
+                                                  output=Path(scratch) / "llama.cpp"), hooks)
+    refreshed: tuple[Refreshed, ...] = ()
+    files: list[FileDrift] = []
+    lock_drift: list[LockDrift] = []
+    if all(p.good for p in applied.patches):
+        queue = Queue.load(project)
+        refreshed = tuple(refresh_queue(Mirror.open(project, options.upstream), queue, applied.patches))
+        regenerated = Lock(lock.upstream_url, applied.upstream_commit,
+                           {r.name: r.new_sha256 for r in refreshed}, applied.tree, lock.tool_version)
+        lock_drift = _lock_drift(lock, regenerated)
+        for patch, r in zip(queue.patches, refreshed):
+            if r.change is not Change.UNCHANGED:
+                path = _relative(project, patch.path)
+                files.append(FileDrift(r.name, path, _file_diff(patch.path.read_bytes(), r.data, path)))
+        if options.output_dir:
+            for patch, r in zip(queue.patches, refreshed):
+                atomic_write(options.output_dir / _relative(project, patch.path), r.data)
+            regenerated.write(options.output_dir / LOCK_NAME)
+    return VerifyReport(applied.upstream_url, applied.upstream_commit, applied, refreshed, tuple(files),
+                        tuple(lock_drift), options.output_dir)
+
+
+def _lock_drift(old: Lock, new: Lock) -> list[LockDrift]:
+    drift = [LockDrift(name, a, b) for name, a, b in (("upstream.commit", old.upstream_commit, new.upstream_commit),
+                                                      ("tree", old.tree, new.tree)) if a != b]
+    names = list(dict.fromkeys([*old.patches, *new.patches]))
+    drift += [LockDrift(f"patches.{n}", old.patches.get(n), new.patches.get(n))
+              for n in names if old.patches.get(n) != new.patches.get(n)]
+    if not drift and list(old.patches) != list(new.patches):  # the lock lists them in series order
+        drift.append(LockDrift("patches (order)", " ".join(old.patches), " ".join(new.patches)))
+    return drift
+
+
+def _relative(project: Project, path: Path) -> str:
+    """PATH as the fork repository names it (the patches folder may be configured outside it)."""
+    try:
+        return path.resolve().relative_to(project.root.resolve()).as_posix()
+    except ValueError:
+        return f"{path.parent.name}/{path.name}"
+
+
+def _file_diff(old: bytes, new: bytes, path: str) -> str:
+    def lines(data: bytes) -> list[str]:
+        return data.decode("utf-8", errors="replace").splitlines(keepends=True)
+
+    diff = difflib.unified_diff(lines(old), lines(new), f"a/{path}", f"b/{path}")
+    return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in diff)
