@@ -86,7 +86,8 @@ def pull_request_command(
 
     config = GitHubConfig.from_env()
     if title is None:
-        lock = Project.find().lock()
+        project = Project.find_optional()
+        lock = project.lock() if project else None
         title = (f"patchkit: queue refreshed on upstream {lock.upstream_commit[:12]}" if lock
                  else "patchkit: queue refreshed")
     body = _read_body(body_file) if body_file else "Refreshed by `patchkit nightly`."
