@@ -7,7 +7,6 @@ import re
 import socket
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from werkzeug import Request, Response
