@@ -10,6 +10,7 @@ from patchkit.cli.app import app
 from patchkit.cli import apply as _apply  # noqa: F401  (registers commands)
 from patchkit.cli import build as _build  # noqa: F401
 from patchkit.cli import check as _check  # noqa: F401
+from patchkit.cli import ci as _ci  # noqa: F401
 from patchkit.cli import demo as _demo  # noqa: F401
 from patchkit.cli import verify as _verify  # noqa: F401
 from patchkit.errors import PatchkitError

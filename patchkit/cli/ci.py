@@ -1,0 +1,119 @@
+"""`patchkit ci github` (write the nightly workflow) and `patchkit ci pull-request` (its PR step)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, List, Optional
+
+import typer
+
+from patchkit.cli.app import app, console, cwd_path
+from patchkit.errors import PatchkitError
+
+if TYPE_CHECKING:
+    from patchkit.project import Project
+
+ci_app = typer.Typer(help="Set up and serve continuous integration (GitHub Actions).", no_args_is_help=True)
+app.add_typer(ci_app, name="ci")
+
+DEFAULT_WORKFLOW = Path(".github/workflows/patchkit-nightly.yml")
+
+
+@ci_app.command("github")
+def github_command(
+    backend: List[str] = typer.Option([], "--backend", "-b", metavar="NAME",
+                                      help="A recipe the build job builds (repeats; default: cpu)."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", metavar="FILE", show_default=False,
+                                          help=f"Where to write the workflow (default: {DEFAULT_WORKFLOW} "
+                                               "in the project)."),
+    force: bool = typer.Option(False, "--force", help="Replace an existing workflow that differs."),
+    cron: str = typer.Option("17 3 * * *", "--cron", metavar="CRON", help="When the nightly runs (UTC)."),
+    python: str = typer.Option("3.11", "--python", metavar="X.Y", help="Python on the runners."),
+    branch: str = typer.Option("patchkit/refresh", "--branch", metavar="NAME",
+                               help="The branch a good night pushes and opens a pull request for."),
+    patchkit: Optional[str] = typer.Option(None, "--patchkit", metavar="REQUIREMENT", show_default=False,
+                                           help="What pip installs as patchkit on the runners "
+                                                "(default: this version)."),
+) -> None:
+    """Write the GitHub Actions workflow that runs `patchkit nightly` and builds its result.
+
+    Set the repository up once: Settings > Actions > General > "Allow GitHub Actions to create and approve pull requests", and a secret PATCHKIT_TOKEN (a PAT or an app token) so that the nightly's pull request triggers its own checks.
+
+    Examples:\n
+      patchkit ci github\n
+      patchkit ci github --backend cpu --backend vulkan\n
+      patchkit ci github -o .github/workflows/nightly.yml --force --cron '30 2 * * 1-5'
+    """
+    from patchkit.backends.recipe import default_recipes_dir, load_recipes, select
+    from patchkit.fileio import atomic_write
+    from patchkit.nightly.workflow_file import nightly_workflow
+    from patchkit.project import Project
+
+    project = Project.find()
+    backends = [r.name for r in select(load_recipes(default_recipes_dir(project)), backend or ["cpu"])]
+    options = {"requirement": patchkit} if patchkit else {}
+    text = nightly_workflow(backends, cron=cron, python=python, branch=branch,
+                            cache=_runner_cache(project), **options)
+    target = cwd_path(output) if output else project.root / DEFAULT_WORKFLOW
+    if target.exists() and not force:
+        if target.read_text(errors="replace") == text:
+            print(f"{target} is up to date")
+            return
+        raise PatchkitError(f"{target} exists and differs from the workflow patchkit writes",
+                            "rerun with --force to replace it")
+    atomic_write(target, text.encode())
+    print(f"wrote {target} (build: {', '.join(backends)})")
+
+
+@ci_app.command("pull-request")
+def pull_request_command(
+    branch: str = typer.Argument(..., help="The pushed branch with the refreshed patches and lock."),
+    base: str = typer.Option(..., "--base", metavar="BRANCH", help="The branch to merge into."),
+    title: Optional[str] = typer.Option(None, "--title", show_default=False,
+                                        help="Default: names the locked upstream commit."),
+    body_file: Optional[Path] = typer.Option(None, "--body-file", metavar="FILE", show_default=False,
+                                             help="Markdown for the description (the nightly's report.md)."),
+) -> None:
+    """Open a pull request for BRANCH, or update the open one (the nightly workflow's last step).
+
+    The repository, the token and the API come from GITHUB_REPOSITORY, GITHUB_TOKEN and GITHUB_API_URL; without a token, prints what would be sent.
+
+    Example:\n
+      patchkit ci pull-request patchkit/refresh --base main --body-file .patchkit/nightly/report.md
+    """
+    from patchkit.nightly.github import GitHub, GitHubConfig
+    from patchkit.project import Project
+
+    config = GitHubConfig.from_env()
+    if title is None:
+        project = Project.find_optional()
+        lock = project.lock() if project else None
+        title = (f"patchkit: queue refreshed on upstream {lock.upstream_commit[:12]}" if lock
+                 else "patchkit: queue refreshed")
+    body = _read_body(body_file) if body_file else "Refreshed by `patchkit nightly`."
+    action = GitHub(config).open_pull_request(branch, base, title, body)
+    verb = {"open-pr": "opened", "update-pr": "updated"}[action.kind]
+    if action.dry_run:
+        console().print(f"dry run: would have {verb} the pull request for {branch}", markup=False)
+    else:
+        console().print(f"{verb} pull request {action.target} for {branch}: {action.url}", markup=False)
+
+
+def _runner_cache(project: Project) -> str:
+    """patchkit's cache folder as the runners see it: the default is the runner's default, a
+    `cache:` inside the repository is relative to the checkout, any other is taken as it is."""
+    from patchkit.nightly.workflow_file import DEFAULT_CACHE
+    from patchkit.project import default_cache_dir
+
+    cache, root = project.cache_dir.resolve(), project.root.resolve()
+    if cache == default_cache_dir().resolve():
+        return DEFAULT_CACHE
+    return cache.relative_to(root).as_posix() if cache.is_relative_to(root) else str(cache)
+
+
+def _read_body(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise PatchkitError(f"--body-file {path}: cannot read it ({exc.strerror})",
+                            "give the nightly's report.md") from None
