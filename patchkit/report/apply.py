@@ -89,7 +89,7 @@ def to_markdown(report) -> str:
             for i, p in enumerate(report.patches, 1)]
     parts = [f"# patchkit apply `{report.ref}`\n",
              f"Upstream `{report.upstream_url}` at `{report.upstream_commit}`; branch "
-             f"`{report.branch}` (tip `{report.tip[:12]}`).\n",
+             f"`{report.branch}` (tip `{report.tip[:12]}`).\n\n",
              md_table(["#", "patch", "verdict", "hunks", "commit"], rows)]
     for p in report.patches:
         details = _noteworthy(p)

@@ -1,0 +1,163 @@
+"""`patchkit nightly`: the fork's nightly job, in order.
+
+Apply the queue at the target (with its site checks and builds); on a fully good night refresh
+the patches in place and move the lock; otherwise name, for each patch that needs a human, the
+upstream commit that did it (an in-memory bisect from the lock). A build that fails on a good
+apply is built again without the queue, to say whose fault it is.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from patchkit import __version__, git
+from patchkit.apply import Verdict
+from patchkit.nightly.bisect import Finding, bisect_queue
+from patchkit.nightly.refresh import Refreshed, refresh_queue, rekey_bases, write_refreshed
+from patchkit.project import Lock, Project
+from patchkit.queue import Queue
+from patchkit.upstream import Mirror
+from patchkit.workflow import ApplyOptions, ApplyReport, Hooks, run_apply
+
+
+@dataclass(frozen=True)
+class NightlyOptions:
+    spec: str = "upstream@HEAD"
+    upstream: str | None = None
+    fetch: bool = True
+    fuzz: int = 0
+    output: Path | None = None
+    force: bool = False
+    refresh: bool = True
+    update_lock: bool = True
+    allow_rewind: bool = False
+    build: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RefreshEntry:
+    """What the refresh did to one patch file (its new bytes are in patches/ and the report dir)."""
+
+    name: str
+    change: str  # unchanged, format-only, line-numbers-only, context-changed, content-changed
+    old_sha256: str
+    new_sha256: str
+    content_diff: str
+
+
+@dataclass(frozen=True)
+class BuildBlame:
+    """A backend that failed on a good apply, built again on the unpatched target."""
+
+    backend: str
+    fault: str  # "upstream" (fails without the queue too), "queue" (builds without it), "unknown"
+    detail: str
+
+
+@dataclass(frozen=True)
+class NightlyReport:
+    apply: ApplyReport
+    locked_commit: str | None  # the lock before the night
+    findings: tuple[Finding, ...] = ()
+    refreshed: tuple[RefreshEntry, ...] = ()
+    lock_moved: bool = False
+    build_blame: tuple[BuildBlame, ...] = ()
+    warnings: tuple[str, ...] = ()
+    passed: bool = field(init=False)  # a field, so the JSON report carries it
+
+    def __post_init__(self) -> None:
+        """Nobody needs to look: the apply, checks and builds passed, and nothing was fuzzed."""
+        object.__setattr__(self, "passed", self.apply.passed and not self.fuzzed)
+
+    @property
+    def fuzzed(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.apply.patches if p.verdict is Verdict.FUZZED)
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.passed else 1
+
+
+def run_nightly(project: Project, options: NightlyOptions, hooks: Hooks = Hooks()) -> NightlyReport:
+    queue = Queue.load(project)
+    lock = project.lock()
+    mirror = Mirror.open(project, options.upstream)
+    locked = lock.upstream_commit if lock and lock.upstream_url == mirror.url else None
+    warnings: list[str] = []
+
+    def warn(message: str) -> None:
+        warnings.append(message)
+        if hooks.warn:
+            hooks.warn(message)
+
+    # The apply moves the lock (behind its pin guard, never for a fuzzed patch); a refresh then
+    # rewrites it with the refreshed patches' hashes.
+    applied = run_apply(project, ApplyOptions(
+        spec=options.spec, upstream=options.upstream, fetch=options.fetch, fuzz=options.fuzz,
+        output=options.output, force=options.force, check=True, build=options.build,
+        update_lock=options.update_lock, allow_rewind=options.allow_rewind), replace(hooks, warn=warn))
+    report = NightlyReport(applied, locked)
+    if report.fuzzed:
+        warn(f"not refreshed, lock not moved: {', '.join(report.fuzzed)} needed fuzz")
+    if report.passed:
+        return replace(_refresh(project, mirror, queue, report, options), warnings=tuple(warnings))
+    findings: tuple[Finding, ...] = ()
+    if any(not p.good for p in applied.patches) or (applied.checks is not None and not applied.checks.passed):
+        if locked is None:
+            warn("no patchkit.lock: the upstream commit that broke a patch cannot be named; "
+                 "run `patchkit apply upstream@REF --update-lock` on a good commit")
+        with mirror.locked():
+            findings = tuple(bisect_queue(mirror, project, queue.patches, locked, applied.upstream_commit,
+                                          applied.patches, applied.checks, progress=hooks.progress))
+    blame = _blame_builds(project, mirror, applied, hooks) if applied.builds is not None and \
+        all(p.good for p in applied.patches) else ()
+    return replace(report, findings=findings, build_blame=blame, warnings=tuple(warnings))
+
+
+def _refresh(project: Project, mirror: Mirror, queue: Queue, report: NightlyReport,
+             options: NightlyOptions) -> NightlyReport:
+    """A good night: the patches regenerated from their commits, and the lock moved to them."""
+    if not options.refresh:
+        return replace(report, lock_moved=report.apply.lock_updated)
+    with mirror.locked():
+        refreshed = refresh_queue(mirror, queue, report.apply.patches)
+        write_refreshed(project, refreshed)
+        rekey_bases(mirror, refreshed)
+    if report.apply.lock_updated:
+        Lock(mirror.url, report.apply.upstream_commit, {r.name: r.new_sha256 for r in refreshed},
+             report.apply.tree, __version__).write(project.lock_path)
+    return replace(report, refreshed=tuple(_entry(r) for r in refreshed), lock_moved=report.apply.lock_updated)
+
+
+def _entry(r: Refreshed) -> RefreshEntry:
+    return RefreshEntry(r.name, r.change.value, r.old_sha256, r.new_sha256, r.content_diff)
+
+
+def _blame_builds(project: Project, mirror: Mirror, applied: ApplyReport, hooks: Hooks) -> tuple[BuildBlame, ...]:
+    """Build each failed backend again on the unpatched target with the same recipe (ccache makes
+    it cheap): failing there too is upstream's fault, else the queue's."""
+    from patchkit.backends import Status, run_builds
+    from patchkit.backends.recipe import default_recipes_dir, load_recipes, select
+
+    failed = [r.backend for r in applied.builds.results if r.status is Status.FAILED]
+    if not failed:
+        return ()
+    recipes = select(load_recipes(default_recipes_dir(project)), failed)
+    with tempfile.TemporaryDirectory(prefix="patchkit-unpatched-") as tmp:
+        tree = Path(tmp) / "llama.cpp"
+        git.run(["clone", "--quiet", "--local", "--no-checkout", "--", str(mirror.path), str(tree)])
+        git.run(["checkout", "--quiet", "--detach", applied.upstream_commit], cwd=tree)
+        plain = run_builds(tree, recipes, build_dir=tree / "build", upstream_commit=applied.upstream_commit,
+                           progress=hooks.build_progress)
+    blame = []
+    for result in plain.results:
+        if result.status is Status.FAILED:
+            blame.append(BuildBlame(result.backend, "upstream",
+                                    "fails on the unpatched target too: upstream's fault"))
+        elif result.status is Status.OK:
+            blame.append(BuildBlame(result.backend, "queue", "builds on the unpatched target: the queue's fault"))
+        else:
+            blame.append(BuildBlame(result.backend, "unknown", f"the unpatched build was {result.status.value}"))
+    return tuple(blame)

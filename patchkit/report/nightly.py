@@ -1,0 +1,94 @@
+"""Renderers of a `NightlyReport`: terminal, Markdown, JUnit (JSON is the generic `to_json`)."""
+
+from __future__ import annotations
+
+from patchkit.report import JUnitCase, junit_xml, md_table
+from patchkit.report import apply as render_apply
+
+
+def finding_line(f) -> str:
+    """One line a maintainer acts on: what happened to the patch, and which upstream commit did it."""
+    if f.culprit is None:
+        return f"{f.patch}: {f.kind}: {f.detail}"
+    c = f.culprit
+    pull = f" (#{c.pull})" if c.pull else ""
+    where = c.pull_url or c.url or c.commit
+    return f"{f.patch}: {f.kind} by {c.commit[:12]} {c.subject}{pull}, {c.author}, {c.date} <{where}>: {f.detail}"
+
+
+def summary_line(report) -> str:
+    a = report.apply
+    if report.passed:
+        changed = sum(r.change != "unchanged" for r in report.refreshed)
+        return (f"nightly: {len(a.patches)} patches good on {a.upstream_commit[:12]} ({a.ref}); "
+                f"{changed} refreshed; lock {'moved' if report.lock_moved else 'not moved'}")
+    bad = [p.name for p in a.patches if not p.good]
+    return (f"nightly: NEEDS ATTENTION on {a.upstream_commit[:12]} ({a.ref}): "
+            + (f"{len(bad)} of {len(a.patches)} patches not good" if bad else "checks or builds failed")
+            + (f"; fuzzed: {', '.join(report.fuzzed)}" if report.fuzzed else ""))
+
+
+def render_terminal(report, console) -> None:
+    render_apply.render_terminal(report.apply, console)
+    for f in report.findings:
+        console.print(finding_line(f), markup=False)
+        if f.applied_upstream:
+            console.print(f"  add to the patch, then drop it: {f.applied_upstream}", markup=False)
+    for b in report.build_blame:
+        console.print(f"build {b.backend}: {b.fault}'s fault: {b.detail}", markup=False)
+    for r in report.refreshed:
+        if r.change != "unchanged":
+            console.print(f"refreshed {r.name}: {r.change}", markup=False)
+            if r.content_diff:
+                console.print(r.content_diff.rstrip(), markup=False)
+    for w in report.warnings:
+        console.print(f"[yellow]warning:[/] {w}")
+    console.print(f"[{'green' if report.passed else 'red'}]{summary_line(report)}[/]")
+
+
+def to_markdown(report) -> str:
+    parts = [f"# patchkit nightly: {'good' if report.passed else 'needs attention'}\n\n",
+             f"**{summary_line(report)}**\n\n"]
+    if report.findings:
+        rows = [[f"`{f.patch}`", f.kind, _culprit_md(f), f"{f.probes}/{f.bound}", f.detail]
+                for f in report.findings]
+        parts += ["## What upstream did to the queue\n\n",
+                  md_table(["patch", "finding", "upstream commit", "probes", "detail"], rows), "\n"]
+        parts += [f"- `{f.patch}`: add `{f.applied_upstream}`, then drop it\n" for f in report.findings
+                  if f.applied_upstream]
+    if report.build_blame:
+        parts += ["## Failed builds\n\n", md_table(["backend", "whose fault", "why"],
+                                                    [[b.backend, b.fault, b.detail] for b in report.build_blame]), "\n"]
+    if report.refreshed:
+        parts += ["## Refresh\n\n", md_table(["patch", "change"], [[f"`{r.name}`", r.change] for r in report.refreshed])]
+        parts += [f"\n### {r.name}\n\n```diff\n{r.content_diff.rstrip()}\n```\n" for r in report.refreshed
+                  if r.content_diff]
+        parts.append("\n")
+    parts.append(render_apply.to_markdown(report.apply).replace("# patchkit apply", "## patchkit apply", 1))
+    parts += [f"\n> warning: {w}\n" for w in report.warnings]
+    return "".join(parts)
+
+
+def _culprit_md(f) -> str:
+    if f.culprit is None:
+        return "-"
+    c = f.culprit
+    commit = f"[`{c.commit[:12]}`]({c.url})" if c.url else f"`{c.commit[:12]}`"
+    pull = f" ([#{c.pull}]({c.pull_url}))" if c.pull_url else (f" (#{c.pull})" if c.pull else "")
+    return f"{commit} {c.subject}{pull}, {c.author}, {c.date}"
+
+
+def to_junit(report) -> str:
+    """One testcase per patch; a failing one carries its finding."""
+    findings = {f.patch: f for f in report.findings}
+    cases = []
+    for case in render_apply.junit_cases(report.apply):
+        f = findings.get(case.name)
+        if f is not None:
+            case = JUnitCase(case.classname, case.name, case.failure or f"{f.kind}: {f.detail}",
+                             f"{finding_line(f)}\n{case.details}".strip())
+        cases.append(case)
+    if report.fuzzed:
+        cases = [JUnitCase(c.classname, c.name, c.failure or "fuzzed: refresh it", c.details)
+                 if c.name in report.fuzzed else c for c in cases]
+    return junit_xml("patchkit nightly", cases)
