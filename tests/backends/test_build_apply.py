@@ -52,3 +52,36 @@ def test_no_build_after_a_failed_apply(tmp_path):
     report = run_apply(project, ApplyOptions(build=("cpu",)))
     assert report.builds is None and report.exit_code == 1
     assert "builds not run: the apply needs attention first" in report.warnings
+
+
+def test_a_nightly_build_failure_says_whose_fault_it_is(tmp_path):
+    """The queue breaks the build: the unpatched target, built with the same recipe, is fine."""
+    from patchkit.nightly.night import NightlyOptions, run_nightly
+
+    upstream = copy_project(tmp_path)
+    git_tree(upstream)
+    patch = fork_patch(tmp_path, upstream, "int main() {", "int main() {\n    this_does_not_compile();")
+    project = Project.load(write_project(tmp_path / "fork", str(upstream), [patch],
+                                         extra=f"recipes: {REPO_RECIPES}\n"))
+    report = run_nightly(project, NightlyOptions(build=("cpu",)))
+    assert report.exit_code == 1 and report.apply.patches[0].verdict.value == "clean"
+    assert report.apply.builds.results[0].status.value == "failed"
+    (blame,) = report.build_blame
+    assert (blame.backend, blame.fault) == ("cpu", "queue")
+    assert report.refreshed == () and project.lock() is None
+
+
+def test_a_nightly_build_failure_upstream_has_too_is_upstreams_fault(tmp_path):
+    from patchkit.nightly.night import NightlyOptions, run_nightly
+
+    upstream = copy_project(tmp_path)
+    git_tree(upstream)
+    patch = fork_patch(tmp_path, upstream, *EDIT)
+    bench = upstream / "tools/bench/bench.cpp"
+    bench.write_text(bench.read_text() + "\nstatic_assert(false, \"upstream broke the bench\");\n")
+    git.run(["commit", "--quiet", "-am", "bench: break it"], cwd=upstream, env=git_identity())
+    project = Project.load(write_project(tmp_path / "fork", str(upstream), [patch],
+                                         extra=f"recipes: {REPO_RECIPES}\n"))
+    report = run_nightly(project, NightlyOptions(build=("cpu",)))
+    (blame,) = report.build_blame
+    assert (blame.backend, blame.fault) == ("cpu", "upstream") and report.exit_code == 1
