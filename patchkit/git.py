@@ -78,6 +78,7 @@ class GitFailed(Exception):
                     lines[-1] if lines else f"exit {self.returncode}")
 
 
+@functools.cache
 def git_executable() -> str:
     exe = shutil.which("git")
     if exe is None:
@@ -90,12 +91,18 @@ def git_env(extra: dict[str, str] | None = None, repo: Path | str | None = None)
 
     REPO is the call's working directory: the repository whose filter drivers are switched off.
     """
-    env = {k: v for k, v in os.environ.items() if not _is_caller_var(k)}
-    env.update(_NEUTRAL_ENV)
-    env.update(_config_env([*network_settings(), *_PINNED, *_filter_overrides(str(repo) if repo else None)]))
+    caller = _caller_git_vars()
+    env = {k: v for k, v in os.environ.items() if k not in caller and not k.startswith("GIT_CONFIG")}
+    env.update(_isolation(str(repo) if repo else None))
     if extra:
         env.update(extra)
     return env
+
+
+@functools.cache
+def _isolation(repo: str | None) -> dict[str, str]:
+    """What every git call in REPO gets on top of the caller's environment (the same all run)."""
+    return {**_NEUTRAL_ENV, **_config_env([*network_settings(), *_PINNED, *_filter_overrides(repo)])}
 
 
 def _is_caller_var(name: str) -> bool:
