@@ -32,7 +32,7 @@ def verify_command(
       patchkit verify\n
       patchkit verify --output-dir refreshed --junit verify.xml
     """
-    from patchkit.nightly.refresh import VerifyOptions, require_lock, verify_queue
+    from patchkit.nightly.verify import VerifyOptions, require_lock, verify_queue
     from patchkit.project import Project
     from patchkit.report import verify as render
     from patchkit.workflow import Hooks
