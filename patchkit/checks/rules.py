@@ -23,7 +23,8 @@ _HINT = "see 'Site checks' in patchkit's README for the rule keys"
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _KEYS = ("id", "class", "file", "calls", "receiver", "flags-arg", "require-flag", "forbid-flag",
-         "expect-count")
+         "expect-count", "runtime")
+_RUNTIME_KEYS = ("require-reached",)
 _RECEIVER_KEYS = ("bound-to", "not-bound-to")
 
 
@@ -45,6 +46,8 @@ class Rule:
     forbid_flag: str | None
     expect_count: int | None
     source: str  # where the rule was written, for messages
+    # `patchkit smoke`: which of `calls` a running server must reach at one of the rule's sites
+    require_reached: tuple[str, ...] = ()
 
 
 def load_rules(path: Path) -> list[Rule]:
@@ -146,6 +149,7 @@ def _rule(raw: object, source: str, number: int) -> Rule:
             raise bad("receiver", "must be a mapping with exactly one of bound-to, not-bound-to")
         ((key, member),) = value.items()
         receiver = Receiver(member=name(f"receiver.{key}", member), bound=key == "bound-to")
+    require_reached = _runtime(raw.get("runtime"), calls, bad)
     return Rule(
         id=rule_id,
         site_class=site_class.strip(),
@@ -157,5 +161,18 @@ def _rule(raw: object, source: str, number: int) -> Rule:
         forbid_flag=forbid,
         expect_count=expect,
         source=source,
+        require_reached=require_reached,
     )
+
+
+def _runtime(value: object, calls: list, bad) -> tuple[str, ...]:
+    """`runtime: {require-reached: [...]}`: the minimum coverage of a smoke run, among the calls."""
+    if value is None:
+        return ()
+    if not isinstance(value, dict) or set(value) - set(_RUNTIME_KEYS):
+        raise bad("runtime", f"must be a mapping with the key {', '.join(_RUNTIME_KEYS)}")
+    reached = value.get("require-reached", [])
+    if not isinstance(reached, list) or any(c not in calls for c in reached):
+        raise bad("runtime.require-reached", "must be a list of names from the rule's calls")
+    return tuple(dict.fromkeys(reached))
 

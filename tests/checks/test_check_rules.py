@@ -47,6 +47,8 @@ def test_defaults():
     ({"expect-count": "six"}, "expect-count"),
     ({"class": ""}, "class"),
     ({"expected-count": 6}, "expected-count"),  # a typo is an unknown key
+    ({"runtime": ["load_tgt"]}, "runtime"),
+    ({"runtime": {"require-reached": ["update_pos"]}}, "runtime.require-reached"),  # not one of calls
 ])
 def test_a_bad_rule_names_file_rule_and_key(change, key):
     raw = {k: v for k, v in {**GOOD, **change}.items() if v is not None}
@@ -88,3 +90,21 @@ def test_load_rules_file_errors(tmp_path):
         load_rules(wrong_top)
     with pytest.raises(PatchkitError, match="cannot read it"):
         load_rules(tmp_path / "missing.checks.yaml")
+
+
+def test_the_shipped_rules_match_the_rules_schema_and_carry_their_runtime_coverage():
+    import json
+    from importlib.resources import files
+
+    import jsonschema
+    import yaml
+
+    from conftest import REPO
+    from patchkit.checks import load_rules
+
+    path = REPO / "patches" / "server-keep-speculative-checkpoints-on-device.checks.yaml"
+    schema = json.loads(files("patchkit").joinpath("schemas/rules.schema.json").read_text())
+    jsonschema.validate(yaml.safe_load(path.read_text()), schema)
+    speculative, prompt_cache = load_rules(path)
+    assert speculative.require_reached == ("update_tgt", "update_dft", "load_tgt", "load_dft")
+    assert prompt_cache.require_reached == ("update_tgt", "load_tgt")
