@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from conftest import FIXTURE, SERVER_CONTEXT, site_lines
+from smoke_helpers import FIXTURE, SERVER_CONTEXT, fixture_run, site_lines  # noqa: F401 (a fixture)
 from patchkit.checks import CheckReport, load_rules, parse_rules, run_checks
 from patchkit.errors import EnvironmentProblem, PatchkitError
 from patchkit.smoke.attribution import Verdict, attribute, symbolize

@@ -6,6 +6,7 @@ import subprocess
 
 import pytest
 
+from smoke_helpers import fixture_run  # noqa: F401 (a fixture)
 from patchkit.errors import EnvironmentProblem, PatchkitError
 from patchkit.smoke.interpose import build_interposer, preload_env, read_log
 

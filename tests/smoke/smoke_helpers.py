@@ -1,5 +1,7 @@
 """The smoke fixture: a tiny libllama.so, a common library with the checkpoint wrapper and a
-`llama-server` built from fixture/tools/server/server-context.cpp, run once with the interposer."""
+`llama-server` built from fixture/tools/server/server-context.cpp, run with the interposer.
+
+Not a conftest.py: that module name would shadow tests/conftest.py for the tests importing it."""
 
 from __future__ import annotations
 
@@ -39,7 +41,7 @@ def _compile(*args: str) -> None:
     subprocess.run(list(args), check=True)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")  # imported by each test module, so built once for each
 def fixture_run(tmp_path_factory) -> Run:
     if shutil.which("cc") is None or shutil.which("c++") is None:
         pytest.skip("needs a C and a C++ compiler")
