@@ -1,4 +1,4 @@
-"""Run llama-server through the smoke scenario: start it, wait for /health, send the requests, stop it.
+"""Run llama-server through the smoke scenario: start, wait for /health, send requests, stop.
 
 Bounded and leak-free: every wait has a deadline; the server runs in a session of its own (a
 Ctrl-C in the terminal reaches patchkit alone, which stops the server on the way out) and gets
@@ -35,6 +35,7 @@ _PR_SET_PDEATHSIG = 1
 # ..."), a failed GGML_ASSERT, an uncaught C++ exception, a port it could not bind.
 _MEANINGFUL = re.compile(r"error|failed|GGML_ASSERT|GGML_ABORT|abort|terminate called|exception|"
                          r"couldn't", re.IGNORECASE)
+_LOG_PREFIX = re.compile(r"^\d+(\.\d+)+ [A-Z] ")  # llama.cpp's log: time and level
 
 
 @dataclass(frozen=True)
@@ -148,6 +149,8 @@ def _wait_healthy(proc: subprocess.Popen, url: str, end: float) -> tuple[bool, s
 
 
 def _spawn(args: list[str], *, env: Mapping[str, str], out, cwd: Path) -> subprocess.Popen:
+    """ARGS in a session of its own, killed by the kernel when this thread ends (the parent-death
+    signal follows the thread that forked: run_server blocks in it until the server is gone)."""
     parent = os.getpid()
     prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up before the fork, not in the child
 
@@ -163,20 +166,22 @@ def _spawn(args: list[str], *, env: Mapping[str, str], out, cwd: Path) -> subpro
 
 def _stop(proc: subprocess.Popen) -> str:
     """End PROC's session: SIGTERM, SIGKILL after STOP_GRACE. What was wrong with it, or ""."""
-    if proc.poll() is not None:
-        _kill_group(proc, signal.SIGKILL)  # whatever it started and left behind
-        return ""
-    _kill_group(proc, signal.SIGTERM)
-    try:
-        code = proc.wait(timeout=STOP_GRACE)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc, signal.SIGKILL)
+    code = proc.poll()
+    if code is None:
+        _kill_group(proc, signal.SIGTERM)
+        try:
+            code = proc.wait(timeout=STOP_GRACE)
+        except subprocess.TimeoutExpired:
+            pass
+        finally:
+            _kill_group(proc, signal.SIGKILL)  # the server if it lingers, and what it left behind
         proc.wait()
-        return f"server ignored SIGTERM for {STOP_GRACE:g} s and was killed"
-    finally:
-        _kill_group(proc, signal.SIGKILL)
-    if code not in (0, -signal.SIGTERM):
-        return f"server {_exit_words(code)} when asked to stop"
+        if code is None:
+            return f"server ignored SIGTERM for {STOP_GRACE:g} s and was killed"
+        if code not in (0, -signal.SIGTERM):
+            return f"server {_exit_words(code)} when asked to stop"
+    else:
+        _kill_group(proc, signal.SIGKILL)  # whatever it started and left behind
     return ""
 
 
@@ -213,7 +218,7 @@ def _tail(log: Path, size: int = 16384) -> str:
 def _last_meaningful(text: str) -> str:
     """The line that says why: the first error-like line of the last 40 (a rejected GGUF key comes
     before the lines that only repeat that loading failed), else the last line."""
-    lines = [line.strip() for line in text.splitlines() if line.strip()][-40:]
+    lines = [_LOG_PREFIX.sub("", line.strip()) for line in text.splitlines() if line.strip()][-40:]
     line = next((line for line in lines if _MEANINGFUL.search(line)), lines[-1] if lines else "")
     return line[:300]
 

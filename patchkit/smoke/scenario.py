@@ -48,7 +48,7 @@ def scenario(draft: Path) -> list[ServerRun]:
     target model is not an argument of a run: the driver passes it as `-m`."""
     return [
         ServerRun("ngram", _COMMON + ("--spec-type", "ngram-simple",
-                                      "--spec-ngram-simple-size-n", "2",
+                                      "--spec-ngram-simple-size-n", "1",
                                       "--spec-ngram-simple-size-m", "4"), _REQUESTS),
         ServerRun("draft", _COMMON + ("--spec-type", "draft-simple", "--model-draft", str(draft),
                                       "--spec-draft-n-max", "4", "--spec-draft-n-min", "0"),

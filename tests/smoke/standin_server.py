@@ -4,7 +4,7 @@ It prints `standin: pid N` first (so a test can watch the process), then each re
 its standard output (the driver's log). Modes, as extra arguments:
   --unhealthy-for N     answer /health with 503 "Loading model" N times first
   --never-healthy       always 503
-  --fail-load TEXT      print TEXT as llama.cpp's loader error and exit 1 before listening
+  --fail-load TEXT      print TEXT as llama.cpp's loader error (with time and level) and exit 1
   --crash-on N          exit 3 on the Nth /completion, without an answer
   --hang-on N           never answer the Nth /completion
   --ignore-term         ignore SIGTERM (otherwise it stops and exits 0, as llama-server does)
@@ -36,8 +36,8 @@ def main() -> None:
     opts = parser.parse_args()
     say(f"pid {os.getpid()}")
     if opts.fail_load:
-        print(f"llama_model_load: error loading model: {opts.fail_load}", flush=True)
-        print("main: exiting due to model loading error", flush=True)
+        print(f"0.00.009.704 E llama_model_load: error loading model: {opts.fail_load}", flush=True)
+        print("0.00.009.711 E main: exiting due to model loading error", flush=True)
         raise SystemExit(1)
     if opts.ignore_term:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -84,9 +84,9 @@ def main() -> None:
     try:
         server = ThreadingHTTPServer((opts.host, opts.port), Handler)
     except OSError:
-        print(f"couldn't bind HTTP server socket, hostname: {opts.host}, port: {opts.port}", flush=True)
+        print(f"couldn't bind HTTP server socket, hostname: {opts.host}, port: {opts.port}",
+              flush=True)
         raise SystemExit(1)
-    server.daemon_threads = True
 
     def on_term(signum: int, frame: object) -> None:
         say("stopping on SIGTERM")

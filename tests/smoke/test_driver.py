@@ -107,7 +107,8 @@ def test_a_request_never_answered_ends_at_the_run_deadline(server, tmp_path):
     result = run(server, tmp_path, "--hang-on", "2", deadline=3.0)
 
     assert not result.ok and result.responses == 1
-    assert result.detail == f"request 2 of 3 got no answer within the run's deadline; see {result.log}"
+    assert result.detail == ("request 2 of 3 got no answer within the run's deadline; "
+                             f"see {result.log}")
     assert not alive(standin_pid(result.log))
 
 
