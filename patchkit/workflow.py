@@ -30,6 +30,7 @@ class ApplyOptions:
     allow_rewind: bool = False  # let --update-lock move the lock to a commit without the locked one
     check: bool = True
     build: tuple[str, ...] = ()
+    smoke: bool = False  # after a good build, the runtime smoke test with the first backend's recipe
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,7 @@ class ApplyReport:
     patches: tuple[PatchResult, ...]
     checks: Any = None  # patchkit.checks.CheckReport, when the applied patches have rules
     builds: Any = None  # patchkit.backends.BuildReport, with --build
+    smoke: Any = None  # patchkit.smoke.run.SmokeReport, with --smoke
     lock_updated: bool = False
     bases_recorded: int = 0
     warnings: tuple[str, ...] = ()
@@ -53,7 +55,8 @@ class ApplyReport:
         """Nothing needs a human: every patch good, every check and build passed."""
         object.__setattr__(self, "passed", all(p.good for p in self.patches)
                            and (self.checks is None or self.checks.passed)
-                           and (self.builds is None or self.builds.exit_code() == 0))
+                           and (self.builds is None or self.builds.exit_code() == 0)
+                           and (self.smoke is None or self.smoke.passed))
 
     @property
     def exit_code(self) -> int:
@@ -72,8 +75,11 @@ class Hooks:
 def run_apply(project: Project, options: ApplyOptions, hooks: Hooks = Hooks()) -> ApplyReport:
     # Every bad input is found before anything is written, the mirror and the output included.
     queue = Queue.load(project)
-    if options.check:
-        _rules(project, queue.patches)
+    rules = _rules(project, queue.patches) if options.check or options.smoke else None
+    if options.smoke:
+        from patchkit.smoke.run import require_platform
+
+        require_platform()
     recipes = _recipes(project, options.build) if options.build else []
     mirror = Mirror.open(project, options.upstream)
     output = check_output((options.output or project.output_dir).resolve(), project.root.resolve(),
@@ -114,6 +120,13 @@ def run_apply(project: Project, options: ApplyOptions, hooks: Hooks = Hooks()) -
                              output.path, tip, tree, results, checks)
         if options.build and report.passed:
             report = replace(report, builds=_run_builds(output.path, recipes, report.upstream_commit, hooks))
+            if options.smoke and report.passed:
+                from patchkit.smoke.run import run_smoke
+
+                report = replace(report, smoke=run_smoke(output.path, rules or [], recipes[0],
+                                                         upstream_commit=report.upstream_commit,
+                                                         progress=hooks.progress,
+                                                         build_progress=hooks.build_progress))
         elif options.build:
             warn("builds not run: the apply needs attention first")
         testpoint.pause("record")

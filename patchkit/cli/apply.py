@@ -29,6 +29,8 @@ def apply_command(
     allow_rewind: bool = AllowRewindOpt,
     no_check: bool = typer.Option(False, "--no-check", help="Skip the site checks of the applied patches."),
     build: List[str] = typer.Option([], "--build", metavar="BACKEND", help="Build this backend afterwards (repeats)."),
+    smoke: bool = typer.Option(False, "--smoke", help="Then run the runtime smoke test (implies --build cpu "
+                                                      "unless a backend is given)."),
     json_out: Optional[str] = JsonOpt,
     markdown: Optional[str] = MarkdownOpt,
     junit: Optional[str] = JunitOpt,
@@ -51,9 +53,9 @@ def apply_command(
     options = ApplyOptions(spec=spec, upstream=upstream, fetch=not no_fetch, fuzz=fuzz,
                            output=output.resolve() if output else None, force=force,
                            update_lock=update_lock, allow_rewind=allow_rewind, check=not no_check,
-                           build=tuple(build))
+                           build=tuple(build or (["cpu"] if smoke else [])), smoke=smoke)
     with progress_display(f"fetching {upstream or project.upstream_url}") as progress, \
-            build_progress(bool(build)) as builds:
+            build_progress(bool(options.build)) as builds:
         report = run_apply(project, options, Hooks(progress=progress, warn=warn, build_progress=builds))
     emit({json_out: lambda: to_json("apply", report),
           markdown: lambda: render.to_markdown(report),
