@@ -76,6 +76,10 @@ def render_terminal(report, console) -> None:
         from patchkit.report.build import render_terminal as render_builds
 
         render_builds(report.builds, console)
+    if report.smoke is not None:
+        from patchkit.report.smoke import render_terminal as render_smoke
+
+        render_smoke(report.smoke, console)
     for warning in report.warnings:
         console.print(f"[yellow]warning:[/] {warning}")
     style = "green" if report.passed else "red"
@@ -104,6 +108,10 @@ def to_markdown(report) -> str:
         from patchkit.report.build import to_markdown as builds_markdown
 
         parts.append("\n" + builds_markdown(report.builds))
+    if report.smoke is not None:
+        from patchkit.report.smoke import to_markdown as smoke_markdown
+
+        parts.append("\n" + smoke_markdown(report.smoke))
     parts += [f"\n> warning: {w}\n" for w in report.warnings]
     parts.append(f"\n**{summary_line(report)}**\n")
     return "".join(parts)
@@ -130,4 +138,8 @@ def to_junit(report) -> str:
         from patchkit.report.build import junit_cases as build_cases
 
         cases += build_cases(report.builds)
+    if report.smoke is not None:
+        from patchkit.report.smoke import junit_cases as smoke_cases
+
+        cases += smoke_cases(report.smoke)
     return junit_xml("patchkit apply", cases)

@@ -84,16 +84,19 @@ def to_markdown(report) -> str:
 
 
 def junit_cases(report) -> list[JUnitCase]:
-    """One testcase per runtime site, and one per server run that could not run its scenario."""
+    """One testcase per runtime site (not reached: skipped), per rule short of its required
+    coverage, and per server run."""
     cases = [JUnitCase("patchkit.smoke", f"{s.file}:{s.line} {s.call}",
                        None if s.verdict.value in ("ok", "not-reached") else s.verdict.value,
                        skipped="not reached" if s.verdict.value == "not-reached" else None,
                        details=f"{s.site_class}: {s.calls_seen} call(s), flags "
                                + (", ".join(flag_names(f) for f in s.flags_seen) or "-"))
              for s in (report.attribution.sites if report.attribution else ())]
+    cases += [JUnitCase("patchkit.smoke.coverage", c.rule, f"never reached: {', '.join(c.missing)}")
+              for c in (report.attribution.coverage if report.attribution else ()) if c.missing]
     cases += [JUnitCase("patchkit.smoke.run", r.name, None if r.ok else r.detail) for r in report.runs]
-    if report.detail or (report.attribution and not report.attribution.passed and not cases):
-        cases.append(JUnitCase("patchkit.smoke", "smoke", report.detail or "failed"))
+    if report.detail:
+        cases.append(JUnitCase("patchkit.smoke", "smoke", report.detail))
     return cases
 
 
