@@ -85,3 +85,20 @@ def test_a_nightly_build_failure_upstream_has_too_is_upstreams_fault(tmp_path):
     report = run_nightly(project, NightlyOptions(build=("cpu",)))
     (blame,) = report.build_blame
     assert (blame.backend, blame.fault) == ("cpu", "upstream") and report.exit_code == 1
+
+
+def test_apply_smoke_builds_then_smokes_in_one_report(tmp_path):
+    """--smoke after a good build: the stand-in's server cannot run the scenario, so the apply
+    needs attention and its report says why, with the server's log."""
+    upstream = copy_project(tmp_path)
+    git_tree(upstream)
+    patch = fork_patch(tmp_path, upstream, *EDIT)
+    rule = ("checks:\n  - id: build-info\n    file: tools/server/server.cpp\n"
+            "    calls: [llama_build_info]\n    expect-count: 1\n")
+    project = Project.load(write_project(tmp_path / "fork", str(upstream), [patch],
+                                         extra=f"recipes: {REPO_RECIPES}\n{rule}"))
+    report = run_apply(project, ApplyOptions(build=("cpu",), smoke=True))
+    assert report.builds.results[0].status.value == "ok" and report.checks.passed
+    assert report.smoke is not None and not report.smoke.passed and report.exit_code == 1
+    assert "before /health" in report.smoke.runs[0].detail
+    assert (project.output_dir / "build" / "cpu-smoke" / "bin" / "libllama.so").is_file()
