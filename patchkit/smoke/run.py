@@ -21,7 +21,7 @@ from patchkit.errors import EnvironmentProblem, PatchkitError
 
 SMOKE_SUFFIX = "-smoke"
 # Line tables only: addresses map to file:line while the code stays what the recipe ships.
-_DEBUG_DEFINES = {"BUILD_SHARED_LIBS": "ON", "CMAKE_C_FLAGS": "-g1", "CMAKE_CXX_FLAGS": "-g1"}
+_LINE_TABLES = {"CMAKE_C_FLAGS": "-g1", "CMAKE_CXX_FLAGS": "-g1"}
 SERVER = "llama-server"
 
 
@@ -74,7 +74,7 @@ def run_smoke(tree: Path, rules: list, recipe, *, upstream_commit: str | None = 
     say = progress or (lambda line: None)
     static = check_directory(rules, tree)
     build = run_builds(tree, [smoke_recipe(recipe)], build_dir=tree / "build",
-                       defines={k: v for k, v in _DEBUG_DEFINES.items() if k != "BUILD_SHARED_LIBS"},
+                       defines=_LINE_TABLES,
                        upstream_commit=upstream_commit, progress=build_progress).results[0]
     report = SmokeReport(tree, recipe.name, build, static=static)
     if build.status is not Status.OK:
