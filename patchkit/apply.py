@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import enum
+import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +46,7 @@ class Verdict(str, enum.Enum):
 _FAILURE_ORDER = (Verdict.BLOCKED, Verdict.MISSING_FILE, Verdict.CONFLICT, Verdict.AMBIGUOUS)
 _FAILURES = frozenset(_FAILURE_ORDER)
 _SYMLINK = "120000"
+_LINE = re.compile(r"[^\n]*\n|[^\n]+\Z")
 
 
 @dataclass(frozen=True)
@@ -154,7 +156,9 @@ class _FailedRanges:
 
 
 def _lines(data: bytes) -> list[str]:
-    return data.decode("utf-8", errors="surrogateescape").splitlines(keepends=True)
+    """Lines as patches count them: split at '\n' only (str.splitlines also splits at form
+    feeds and other separators, which would shift every later line)."""
+    return _LINE.findall(data.decode("utf-8", errors="surrogateescape"))
 
 
 def _bytes(lines: list[str] | tuple[str, ...]) -> bytes:
@@ -217,12 +221,14 @@ class _FileLadder:
     def _line_steps(self, h: Hunk) -> bool:
         """Clean, already applied, offset or ambiguous by line matching; False: not decided."""
         exact = ladder.find_exact(h, self.lines)
-        if exact:
+        # At the recorded line only git's section rule is asked (a parse per file would cost every
+        # clean apply); a twin that moved exactly there is still no candidate.
+        if exact and self._in_section(h, exact.start):
             self.found(h, Verdict.CLEAN, exact)
             return True
         # The post-image where the patch put it settles it, whatever twins the file has.
         at_line = ladder.applied_at_recorded_line(h, self.lines)
-        if at_line:
+        if at_line and self._in_section(h, at_line.start):
             self.found(h, Verdict.ALREADY_APPLIED, at_line, detail="upstream has this change")
             return True
         moved = ladder.find_moved(h, self.lines, self.index, self.judge)
@@ -239,6 +245,9 @@ class _FileLadder:
                 self.refusals[h.index] = refusal
             return False
         return True
+
+    def _in_section(self, h: Hunk, start: int) -> bool:
+        return not h.section or funcname_at(self.lines, start) == h.section
 
     def judge(self, h: Hunk, start: int) -> str | None:
         """Where a candidate place is, if that is another function than the hunk's own."""
@@ -322,8 +331,7 @@ class _FileLadder:
             return None  # not C/C++, or a hunk's own place is unknown: nothing to compare with
         current = self._scopes_of("current", self.lines)
         after = self._scopes_of("merged", merged)
-        for _, i1, i2, j1, j2 in (op for op in difflib.SequenceMatcher(
-                None, self.lines, merged, autojunk=False).get_opcodes() if op[0] != "equal"):
+        for i1, i2, j1, j2 in _differences(self.lines, merged):
             there = after.scope_at(j1) if j2 > j1 else current.scope_at(min(i1, len(self.lines) - 1))
             if there not in own:
                 return (f"put a change at line {j1 + 1}, in `{there or 'file scope'}` (by a C++ parse), "
@@ -339,8 +347,7 @@ class _FileLadder:
         if spliced is None:
             return set()  # reported as overlapping hunks
         ranges = ladder.spliced_ranges(self.places)
-        differing = [(i1, i2) for tag, i1, i2, _, _ in
-                     difflib.SequenceMatcher(None, spliced, merged, autojunk=False).get_opcodes() if tag != "equal"]
+        differing = [(i1, i2) for i1, i2, _, _ in _differences(spliced, merged)]
         hit = {index for index, (lo, hi) in ranges.items() for i1, i2 in differing
                if (i1 < hi and lo < i2) or (i1 == i2 and lo < i1 < hi)}
         if complete and differing and not hit:
@@ -369,6 +376,21 @@ class _FileLadder:
             nearest_line=near[0] + 1 if near else None, nearest=nearest,
             nearest_differs=tuple(i for i, line in enumerate(nearest)
                                   if i >= len(h.old_lines) or line != h.old_lines[i]))
+
+
+def _differences(a: list[str], b: list[str]) -> list[tuple[int, int, int, int]]:
+    """The (i1, i2, j1, j2) ranges where A and B differ. The common head and tail are cut first:
+    the merge and the line steps differ in a few places of a long file, and matching the whole of
+    it line by line would cost seconds per file."""
+    head = 0
+    while head < min(len(a), len(b)) and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(a), len(b)) - head and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    matcher = difflib.SequenceMatcher(None, a[head:len(a) - tail], b[head:len(b) - tail], autojunk=False)
+    return [(i1 + head, i2 + head, j1 + head, j2 + head)
+            for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"]
 
 
 def _anchor(h: Hunk) -> int:
@@ -481,7 +503,12 @@ class Applier:
     def _create(self, fc: FileChange) -> tuple[list[HunkVerdict], Changes]:
         path = fc.new_path or ""
         if fc.binary:
-            content = binary.apply(fc.binary, b"")
+            try:
+                content = binary.apply(fc.binary, b"")
+            except binary.BadBinaryPatch as exc:
+                return _every_hunk(fc, Verdict.CONFLICT, f"the binary patch does not make a file ({exc})"), {}
+            if fc.new_blob and not binary.blob_id(content).startswith(fc.new_blob):
+                return _every_hunk(fc, Verdict.CONFLICT, f"the binary patch does not give blob {fc.new_blob[:12]}"), {}
         else:
             content = _bytes([line for h in fc.hunks for line in h.new_lines])
         existing = self.tree.read(path)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 import zlib
 from dataclasses import dataclass
 
@@ -45,7 +46,7 @@ def parse(lines: list[str], where: str) -> BinaryPatch:
         i += 1
         if not header:
             continue
-        if len(header) != 2 or header[0] not in ("literal", "delta") or not header[1].isdigit():
+        if len(header) != 2 or header[0] not in ("literal", "delta") or not re.fullmatch(r"[0-9]+", header[1]):
             raise PatchkitError(f"{where}: unreadable binary patch line {lines[i - 1]!r}",
                                 "re-export the patch with `git format-patch --binary`")
         encoded = []

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from patchkit.queue import Hunk
+from patchkit.scopes import starts_function
 
 Lines = list[str]
 
@@ -116,13 +117,29 @@ def find_fuzzed(hunk: Hunk, lines: Lines, index: dict[str, list[int]], max_fuzz:
         new = hunk.new_lines[lead:len(hunk.new_lines) - trail]
         if not old:
             break
-        # The judge looks at where the whole hunk would start, ignored context included.
+        # The judge looks at where the whole hunk would start, ignored context included; and a
+        # function that begins in the ignored context means the hunk would cross into it.
         starts = [s - lead for s in occurrences(old, lines, index)]
         search = _judged(starts, len(old), new, hunk, judge, fuzz)
+        if hunk.section:
+            crossing = [p for p in search.places if _crosses_function(hunk, lines, p.start, lead, trail)]
+            search = Search(tuple(p for p in search.places if p not in crossing),
+                            search.refused + tuple((p.start, "a function that begins in the ignored context")
+                                                   for p in crossing))
         if search.places or search.refused:
             return Search(tuple(Place(p.start + lead, p.length, p.lines, fuzz) for p in search.places),
                           search.refused)
     return Search()
+
+
+def _crosses_function(hunk: Hunk, lines: Lines, start: int, lead: int, trail: int) -> bool:
+    """Whether an upstream line under the ignored context starts a function the hunk's line there
+    does not (fuzz must never carry a hunk across a function boundary)."""
+    end = start + lead + len(hunk.old_lines) - lead - trail
+    ignored = [(i, start + i) for i in range(lead)] + \
+        [(len(hunk.old_lines) - trail + i, end + i) for i in range(trail)]
+    return any(0 <= at < len(lines) and starts_function(lines[at]) and lines[at] != hunk.old_lines[i]
+               for i, at in ignored)
 
 
 def nearest(hunk: Hunk, lines: Lines, index: dict[str, list[int]]) -> tuple[int, tuple[str, ...]] | None:

@@ -164,6 +164,7 @@ def _parse_header(header: str, path: Path) -> tuple[Identity, str, str]:
     if lines and lines[0].startswith("From ") and not lines[0].startswith("From: "):
         lines = lines[1:]  # mbox separator line
     fields: dict[str, str] = {}
+    raw: dict[str, str] = {}  # undecoded: an address list is parsed before its words are decoded
     i = 0
     while i < len(lines) and lines[i].strip():
         m = re.match(r"^([A-Za-z-]+):\s*(.*)$", lines[i])
@@ -174,11 +175,13 @@ def _parse_header(header: str, path: Path) -> tuple[Identity, str, str]:
             i += 1
             value += " " + lines[i].strip()  # folded header
         fields.setdefault(m.group(1).lower(), _decoded(value))
+        raw.setdefault(m.group(1).lower(), _mail_text(value))
         i += 1
     message = _mail_text("\n".join(lines[i:]))
     message = re.split(r"^---\s*$", message, maxsplit=1, flags=re.M)[0].strip("\n")
-    who = fields.get("from") or fields.get("author")
+    who = raw.get("from") or raw.get("author")
     name, addr = email.utils.parseaddr(who or "")
+    name = _decoded(name)  # "=?UTF-8?q?M=C3=BCller=2C_Hans?=" holds a comma only once decoded
     if not who or not name or not addr:
         raise PatchkitError(f"{path}: missing or malformed author ('From: Name <email>')",
                             "add a From: header with a name and an email address")

@@ -27,8 +27,15 @@ def funcname_at(lines: list[str], start: int) -> str:
     """git's section for a hunk whose pre-image starts at 0-based line START."""
     for i in range(start - 1, -1, -1):
         if _FUNCNAME.match(lines[i]):
-            return lines[i].rstrip()[:80].rstrip()
+            # git cuts at 80 bytes, not characters
+            cut = lines[i].rstrip().encode("utf-8", errors="surrogateescape")[:80]
+            return cut.decode("utf-8", errors="surrogateescape").rstrip()
     return ""
+
+
+def starts_function(line: str) -> bool:
+    """A line git's funcname rule would name as a section."""
+    return bool(_FUNCNAME.match(line))
 
 
 def is_cpp(path: str) -> bool:

@@ -166,3 +166,28 @@ def test_headers_that_are_not_utf8_are_decoded_as_mail_is(tmp_path):
     assert report.exit_code == 0
     log = git.run(["log", "-1", "--format=%an|%s"], cwd=project.output_dir)
     assert log == "Jos\u00e9 M\u00fcller|r\u00e9sum\u00e9 fix"
+
+
+def git_base85(data: bytes) -> str:
+    """git's binary patch lines: a length character, then base85 in groups of 5."""
+    import base64
+
+    lines = []
+    for at in range(0, len(data), 52):
+        chunk = data[at:at + 52]
+        size = chr(ord("A") + len(chunk) - 1) if len(chunk) <= 26 else chr(ord("a") + len(chunk) - 27)
+        lines.append(size + base64.b85encode(chunk + b"\0" * (-len(chunk) % 4)).decode())
+    return "\n".join(lines)
+
+
+def test_a_binary_creation_that_is_a_delta_is_a_conflict_not_a_crash(tmp_path):
+    upstream = upstream_repo(tmp_path, {"README": "r\n"})
+    delta = zlib.compress(b"\x05\x03\x03abc")  # a delta against a 5-byte file: no file is made from it
+    patch = tmp_path / "icon.patch"
+    patch.write_text("From: A <a@b.c>\nDate: Mon, 2 Nov 2026 10:00:00 +0100\nSubject: icon\n---\n"
+                     "diff --git a/icon.bin b/icon.bin\nnew file mode 100644\n"
+                     "index 0000000000000000000000000000000000000000..d5d0b8b4c4c9e936890870f6799cfbb5ba984470\n"
+                     f"GIT binary patch\ndelta 6\n{git_base85(delta)}\n\n")
+    _, report = apply(tmp_path, upstream, [patch])
+    (hunk,) = report.patches[0].hunks
+    assert hunk.verdict is Verdict.CONFLICT and "does not make a file" in hunk.detail

@@ -214,3 +214,30 @@ def test_nearest_lines_mark_what_differs():
     upstream = ["void f() {", "    int a = 1;", "    int b = 3;", "    use(a);", "    done();", "}"]
     verdict, _ = run(hunk(BLOCK, CHANGED, 2), upstream)
     assert verdict.nearest_differs == (1,)
+
+
+def test_fuzz_never_carries_a_hunk_across_a_function_boundary():
+    h = hunk(["  x();", "  a();", "  y();"], ["  x();", "  A();", "  y();"], 3, section="void f() {")
+    upstream = ["void top() {", "}", "void f() {", "  gone();", "}", "void g() {", "  a();", "  y2();", "}"]
+    verdict, content = run(h, upstream, fuzz=1)
+    assert verdict.verdict is Verdict.CONFLICT and content is None
+    assert "a function that begins in the ignored context" in verdict.detail
+
+
+def test_a_twin_at_the_recorded_line_in_another_section_is_not_clean():
+    upstream = ["void g() {", *BLOCK, "}", "void f() {", *BLOCK, "}"]
+    verdict, content = run(hunk(BLOCK, CHANGED, 2, section="void f() {"), upstream)
+    assert (verdict.verdict, verdict.actual_line) == (Verdict.OFFSET, 8)
+    assert content == text(["void g() {", *BLOCK, "}", "void f() {", *CHANGED, "}"])
+
+
+def test_lines_are_split_at_newlines_only():
+    """A form feed inside a line is no line break for a patch (str.splitlines thinks it is)."""
+    fc = FileChange("f.c", "f.c", None, None, (hunk(["x1", "x2", "x3"], ["x1", "X2", "x3"], 3),))
+    (verdict,), content = apply_file(fc, b"a\x0cb\nq\nx1\nx2\nx3\n", lambda f: None, 0)
+    assert verdict.verdict is Verdict.CLEAN and content == b"a\x0cb\nq\nx1\nX2\nx3\n"
+
+
+def test_gits_section_is_cut_at_80_bytes_not_characters():
+    line = "static void " + "\u00e9" * 50 + "() {"
+    assert funcname_at([line, "x"], 1).encode("utf-8", errors="surrogateescape") == line.encode()[:80]

@@ -151,3 +151,21 @@ def test_a_series_that_is_not_utf8(tmp_path):
     series.write_bytes(b"caf\xe9.patch\n")
     with pytest.raises(PatchkitError, match="not UTF-8"):
         parse_series(series)
+
+
+def test_an_encoded_author_name_with_a_comma_is_one_name(tmp_path):
+    """git format-patch writes `Müller, Hans` as an RFC 2047 word: its comma is no list separator."""
+    text = SIMPLE.format(path="a.c").replace("From: A U Thor <author@example.org>",
+                                             "From: =?UTF-8?q?M=C3=BCller=2C=20Hans?= <h@example.org>")
+    patch = read_patch(write(tmp_path, text))
+    assert (patch.author.name, patch.author.email) == ("M\u00fcller, Hans", "h@example.org")
+
+
+def test_a_binary_size_that_is_not_ascii_digits_is_refused_in_one_line(tmp_path):
+    text = ("From: A <a@b.c>\nDate: Mon, 2 Nov 2026 10:00:00 +0100\nSubject: img\n---\n"
+            "diff --git a/x.bin b/x.bin\nnew file mode 100644\n"
+            "index 0000000000000000000000000000000000000000..d5d0b8b4c4c9e936890870f6799cfbb5ba984470\n"
+            "GIT binary patch\nliteral \u00b2\nKcmb<ms0083<N)#j\n\nliteral 0\nHcmV?d00001\n\n")
+    with pytest.raises(PatchkitError) as exc:
+        read_patch(write(tmp_path, text))
+    assert "unreadable binary patch line" in str(exc.value) and "\n" not in str(exc.value)
