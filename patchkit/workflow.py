@@ -28,9 +28,11 @@ class ApplyOptions:
     force: bool = False
     update_lock: bool = False
     allow_rewind: bool = False  # let --update-lock move the lock to a commit without the locked one
+    guard_pin: bool = False  # refuse a target the lock would move back to, even without update_lock
     check: bool = True
     build: tuple[str, ...] = ()
     smoke: bool = False  # after a good build, the runtime smoke test with the first backend's recipe
+    record: bool = True  # keep 3-way bases and the last report (verify's scratch run does not)
 
 
 @dataclass(frozen=True)
@@ -98,7 +100,7 @@ def run_apply(project: Project, options: ApplyOptions, hooks: Hooks = Hooks()) -
 
     with mirror.locked():
         revision = mirror.resolve(options.spec, fetch=options.fetch, progress=progress, warn=warn)
-        if options.update_lock and not options.allow_rewind:
+        if (options.update_lock or options.guard_pin) and not options.allow_rewind:
             mirror.guard_pin(revision.commit)
         with mirror.reader() as reader:
             applier = Applier(mirror, revision, reader, options.fuzz)
@@ -130,9 +132,11 @@ def run_apply(project: Project, options: ApplyOptions, hooks: Hooks = Hooks()) -
         elif options.build:
             warn("builds not run: the apply needs attention first")
         testpoint.pause("record")
-        report = _record(project, mirror, report, options.update_lock, warn)
+        if options.record:
+            report = _record(project, mirror, report, options.update_lock, warn)
     report = replace(report, warnings=tuple(warnings))  # including those said while recording
-    project.save_last_report(plain(report))
+    if options.record:
+        project.save_last_report(plain(report))
     return report
 
 

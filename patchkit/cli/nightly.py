@@ -48,6 +48,7 @@ def nightly_command(
     from patchkit.fileio import atomic_write, ensure_writable
     from patchkit.nightly.night import NightlyOptions, run_nightly
     from patchkit.project import Project
+    from patchkit.queue import Queue
     from patchkit.report import nightly as render
     from patchkit.report import to_json, write_output
     from patchkit.upstream import parse_spec
@@ -56,7 +57,14 @@ def nightly_command(
     parse_spec(spec)
     project = Project.find()
     folder = (report_dir or project.state_dir / "nightly").resolve()
-    ensure_writable(folder / "report.json")  # before the work, not after it
+    # Everything the night will write or need, checked before the work (a refusal afterwards
+    # would come after the lock and the patches moved).
+    ensure_writable(*(folder / name for name in ("report.json", "report.md", "junit.xml")),
+                    *(folder / "patches" / patch.name for patch in Queue.load(project).patches))
+    if github_issues:
+        from patchkit.nightly.github import GitHubConfig
+
+        GitHubConfig.from_env()
     options = NightlyOptions(spec=spec, upstream=upstream, fetch=not no_fetch, fuzz=fuzz,
                              output=output.resolve() if output else None, force=force, refresh=refresh,
                              update_lock=update_lock, allow_rewind=allow_rewind, build=tuple(build))

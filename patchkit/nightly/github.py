@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Literal, Mapping, Sequence
@@ -76,10 +77,15 @@ class Action:
     dry_run: bool = False
 
 
+def _to_stderr(line: str) -> None:
+    """Dry-run lines: standard output may be carrying a --json - report."""
+    print(line, file=sys.stderr)
+
+
 class GitHub:
     def __init__(self, config: GitHubConfig, *, session: requests.Session | None = None,
                  timeout: float = 30, retries: int = 4, sleep: Callable[[float], None] = time.sleep,
-                 clock: Callable[[], float] = time.time, say: Callable[[str], None] = print) -> None:
+                 clock: Callable[[], float] = time.time, say: Callable[[str], None] = _to_stderr) -> None:
         self.config = config
         self._session = session or requests.Session()
         self._timeout = timeout

@@ -92,12 +92,12 @@ def run_nightly(project: Project, options: NightlyOptions, hooks: Hooks = Hooks(
         if hooks.warn:
             hooks.warn(message)
 
-    # The apply moves the lock (behind its pin guard, never for a fuzzed patch); a refresh then
-    # rewrites it with the refreshed patches' hashes.
+    # The apply's pin guard runs before any work; the lock itself is written here, once, after
+    # the refreshed patches, so an interruption never leaves a lock naming other patch bytes.
     applied = run_apply(project, ApplyOptions(
         spec=options.spec, upstream=options.upstream, fetch=options.fetch, fuzz=options.fuzz,
         output=options.output, force=options.force, check=True, build=options.build,
-        update_lock=options.update_lock, allow_rewind=options.allow_rewind), replace(hooks, warn=warn))
+        guard_pin=options.update_lock, allow_rewind=options.allow_rewind), replace(hooks, warn=warn))
     report = NightlyReport(applied, locked)
     if report.fuzzed:
         warn(f"not refreshed, lock not moved: {', '.join(report.fuzzed)} needed fuzz")
@@ -118,17 +118,22 @@ def run_nightly(project: Project, options: NightlyOptions, hooks: Hooks = Hooks(
 
 def _refresh(project: Project, mirror: Mirror, queue: Queue, report: NightlyReport,
              options: NightlyOptions) -> NightlyReport:
-    """A good night: the patches regenerated from their commits, and the lock moved to them."""
-    if not options.refresh:
-        return replace(report, lock_moved=report.apply.lock_updated)
-    with mirror.locked():
-        refreshed = refresh_queue(mirror, queue, report.apply.patches)
-        write_refreshed(project, refreshed)
-        rekey_bases(mirror, refreshed)
-    if report.apply.lock_updated:
-        Lock(mirror.url, report.apply.upstream_commit, {r.name: r.new_sha256 for r in refreshed},
-             report.apply.tree, __version__).write(project.lock_path)
-    return replace(report, refreshed=tuple(_entry(r) for r in refreshed), lock_moved=report.apply.lock_updated)
+    """A good night: the patches regenerated from their commits, then the lock moved to them."""
+    refreshed: list[Refreshed] = []
+    hashes = {p.name: p.sha256 for p in report.apply.patches}
+    if options.refresh:
+        with mirror.locked():
+            refreshed = refresh_queue(mirror, queue, report.apply.patches)
+            write_refreshed(project, refreshed)
+            rekey_bases(mirror, refreshed)
+        hashes = {r.name: r.new_sha256 for r in refreshed}
+    moved = False
+    if options.update_lock:
+        lock = Lock(mirror.url, report.apply.upstream_commit, hashes, report.apply.tree, __version__)
+        moved = lock != project.lock()
+        if moved:
+            lock.write(project.lock_path)
+    return replace(report, refreshed=tuple(_entry(r) for r in refreshed), lock_moved=moved)
 
 
 def _entry(r: Refreshed) -> RefreshEntry:

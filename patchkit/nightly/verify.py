@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from patchkit.errors import PatchkitError
-from patchkit.fileio import atomic_write
+from patchkit.fileio import atomic_write, ensure_writable
 from patchkit.nightly.refresh import Change, Refreshed, refresh_queue
 from patchkit.project import LOCK_NAME, Lock, Project
 from patchkit.queue import Queue
@@ -71,11 +71,14 @@ def verify_queue(project: Project, lock: Lock, options: VerifyOptions, hooks: Ho
     """Apply the queue at LOCK's commit, refresh it in memory, and compare with what is committed."""
     if options.output_dir and options.output_dir.exists() and not options.output_dir.is_dir():
         raise PatchkitError(f"--output-dir {options.output_dir} is not a folder", "give a folder")
+    if options.output_dir:  # every file it will get, checked before the work
+        ensure_writable(options.output_dir / LOCK_NAME,
+                        *(options.output_dir / _relative(project, p.path) for p in Queue.load(project).patches))
     # By id, not `upstream@locked`: that one only resolves when --upstream names the lock's URL.
     spec = f"upstream@{lock.upstream_commit}"
     with tempfile.TemporaryDirectory(prefix="patchkit-verify-") as scratch:
         applied = run_apply(project, ApplyOptions(spec=spec, upstream=options.upstream, fetch=options.fetch,
-                                                  output=Path(scratch) / "llama.cpp"), hooks)
+                                                  output=Path(scratch) / "llama.cpp", record=False), hooks)
     refreshed: tuple[Refreshed, ...] = ()
     files: list[FileDrift] = []
     lock_drift: list[LockDrift] = []

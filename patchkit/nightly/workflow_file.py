@@ -133,8 +133,11 @@ def _check(backends: Sequence[str], cron: str, python: str, branch: str, require
         raise PatchkitError(f"--cron {cron!r} is not five cron fields", "e.g. --cron '17 3 * * *'")
     if not _PYTHON_RE.match(python):
         raise PatchkitError(f"--python {python!r} is not a Python version", "e.g. --python 3.12")
-    if not _BRANCH_RE.match(branch):
+    if not _BRANCH_RE.match(branch) or branch.startswith("-"):
         raise PatchkitError(f"--branch {branch!r} is not a branch name", "e.g. --branch patchkit/refresh")
+    if branch in ("main", "master"):  # the workflow force-pushes this branch every good night
+        raise PatchkitError(f"--branch {branch} would be force-pushed every night",
+                            "give the refresh a branch of its own, e.g. patchkit/refresh")
     if not requirement.strip() or "\n" in requirement:
         raise PatchkitError(f"--patchkit {requirement!r} is not a pip requirement",
                             "e.g. --patchkit 'patchkit==0.1.0' or a git+https URL")

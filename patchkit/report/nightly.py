@@ -23,9 +23,12 @@ def summary_line(report) -> str:
         return (f"nightly: {len(a.patches)} patches good on {a.upstream_commit[:12]} ({a.ref}); "
                 f"{changed} refreshed; lock {'moved' if report.lock_moved else 'not moved'}")
     bad = [p.name for p in a.patches if not p.good]
-    return (f"nightly: NEEDS ATTENTION on {a.upstream_commit[:12]} ({a.ref}): "
-            + (f"{len(bad)} of {len(a.patches)} patches not good" if bad else "checks or builds failed")
-            + (f"; fuzzed: {', '.join(report.fuzzed)}" if report.fuzzed else ""))
+    why = [f"{len(bad)} of {len(a.patches)} patches not good"] if bad else []
+    why += ["checks failed"] if a.checks is not None and not a.checks.passed else []
+    why += ["builds failed"] if a.builds is not None and a.builds.exit_code() else []
+    why += ["smoke failed"] if a.smoke is not None and not a.smoke.passed else []
+    why += [f"fuzzed (never refreshed or locked): {', '.join(report.fuzzed)}"] if report.fuzzed else []
+    return f"nightly: NEEDS ATTENTION on {a.upstream_commit[:12]} ({a.ref}): " + "; ".join(why)
 
 
 def render_terminal(report, console) -> None:

@@ -91,5 +91,20 @@ def test_github_issues_without_a_token_print_what_they_would_send(project, tmp_p
     env = {"GITHUB_REPOSITORY": "fork/llama.cpp", "GITHUB_TOKEN": "", "GITHUB_API_URL": "http://127.0.0.1:9"}
     proc = night(project, "upstream@scenario/conflict", "--github-issues", "--report-dir", str(tmp_path), env=env)
     assert proc.returncode == 1, proc.stderr
-    assert "server-keep-speculative-checkpoints-on-device.patch" in proc.stdout
-    assert "POST /repos/fork/llama.cpp/issues" in proc.stdout
+    # on standard error: standard output may carry a --json - report
+    assert "server-keep-speculative-checkpoints-on-device.patch" in proc.stderr
+    assert "POST /repos/fork/llama.cpp/issues" in proc.stderr
+
+
+def test_a_refused_night_writes_nothing(project, tmp_path):
+    apply(project, "b1000", update_lock=True)
+    lock, before = project.lock(), {p.name: p.read_bytes() for p in project.patches_dir.iterdir()}
+    (tmp_path / "r" / "report.md").mkdir(parents=True)  # a report the night could not write
+    proc = night(project, "upstream@HEAD", "--report-dir", str(tmp_path / "r"))
+    assert proc.returncode == 2 and "report.md is a folder" in proc.stderr
+    proc = night(project, "upstream@HEAD", "--github-issues", "--report-dir", str(tmp_path / "s"),
+                 env={"GITHUB_REPOSITORY": ""})
+    assert proc.returncode == 2 and "GITHUB_REPOSITORY" in proc.stderr
+    assert project.lock() == lock
+    assert {p.name: p.read_bytes() for p in project.patches_dir.iterdir()} == before
+    assert not (tmp_path / "s").exists()

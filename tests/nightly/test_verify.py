@@ -79,3 +79,15 @@ def test_without_a_lock_verify_says_how_to_make_one(project):
     assert result.stderr.count("\n") == 1
     assert "patchkit.lock does not exist" in result.stderr
     assert "patchkit apply upstream@HEAD --update-lock" in result.stderr
+
+
+def test_verify_leaves_the_projects_state_and_a_bad_output_dir_alone(project, tmp_path):
+    apply(project, "b1000", update_lock=True)
+    last = project.last_report()
+    proc = run_cli("verify", cwd=project.root)
+    assert proc.returncode in (0, 1), proc.stderr
+    assert project.last_report() == last  # status still shows the user's own last apply
+    (tmp_path / "od" / "patchkit.lock").mkdir(parents=True)
+    refused = run_cli("verify", "--output-dir", str(tmp_path / "od"), cwd=project.root)
+    assert refused.returncode == 2 and "patchkit.lock is a folder" in refused.stderr
+    assert [p.name for p in (tmp_path / "od").iterdir()] == ["patchkit.lock"]  # nothing half-written
