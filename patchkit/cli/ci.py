@@ -45,7 +45,7 @@ def github_command(
       patchkit ci github -o .github/workflows/nightly.yml --force --cron '30 2 * * 1-5'
     """
     from patchkit.backends.recipe import default_recipes_dir, load_recipes, select
-    from patchkit.fileio import atomic_write
+    from patchkit.fileio import atomic_write, ensure_writable
     from patchkit.nightly.workflow_file import nightly_workflow
     from patchkit.project import Project
 
@@ -55,7 +55,8 @@ def github_command(
     text = nightly_workflow(backends, cron=cron, python=python, branch=branch,
                             cache=_runner_cache(project), **options)
     target = cwd_path(output) if output else project.root / DEFAULT_WORKFLOW
-    if target.exists() and not force:
+    ensure_writable(target)  # a folder or an unwritable place: one line, before anything
+    if target.is_file() and not force:  # a FIFO or device is written through, never read
         if target.read_text(errors="replace") == text:
             print(f"{target} is up to date")
             return

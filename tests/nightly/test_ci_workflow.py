@@ -138,3 +138,21 @@ def test_unknown_backend_and_bad_values_are_one_line_errors(tmp_path):
     assert not (root / WORKFLOW).exists()
     with pytest.raises(PatchkitError, match="no backend"):
         nightly_workflow([])
+
+
+def test_the_workflow_goes_through_a_fifo_and_never_into_a_folder(project, tmp_path):
+    import os
+    import threading
+
+    from conftest import run_cli
+
+    refused = run_cli("ci", "github", "-o", str(tmp_path), cwd=project.root)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "is a folder" in refused.stderr
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    received: list[str] = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_text()))
+    reader.start()
+    proc = run_cli("ci", "github", "-o", str(fifo), cwd=project.root)
+    reader.join(timeout=60)
+    assert proc.returncode == 0 and received and "patchkit nightly" in received[0]
