@@ -70,7 +70,7 @@ def refresh_queue(mirror: Mirror, queue: Queue, results: Sequence[PatchResult],
             raise PatchkitError(f"cannot refresh {patch.name}: {verdict}, so it has no commit to refresh from",
                                 "refresh only after a run where every patch applied")
         old = patch.path.read_bytes()
-        new = _format_patch(mirror, result.commit)
+        new = format_patch(mirror, result.commit)
         change, content_diff = classify(old, new, patch.name)
         if change is Change.CONTENT:
             new = _last_update(new, today or date.today())
@@ -99,7 +99,8 @@ def rekey_bases(mirror: Mirror, refreshed: Sequence[Refreshed]) -> None:
         mirror.record_bases(moved)
 
 
-def _format_patch(mirror: Mirror, commit: str) -> bytes:
+def format_patch(mirror: Mirror, commit: str) -> bytes:
+    """COMMIT as a patch file in the refresh format (the module docstring says which)."""
     out = git.run(["format-patch", "-1", "--stdout", "--zero-commit", "--full-index", "--binary",
                    "--no-signature", "--no-stat", "-M", "--encoding=UTF-8", commit], cwd=mirror.path)
     # Without a stat git writes no `---` either; it is what tells mail tools where the message ends.
