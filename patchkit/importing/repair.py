@@ -590,7 +590,8 @@ def _hunk_notes(hunk: _Placed, lines: list[str], upstream: list[str], header_sta
     differed = sum(_shape(i.given, hunk.collapsed) != _shape(upstream[i.line].rstrip("\r\n"), hunk.collapsed)
                    for i in hunk.items if i.kind != "+")
     if differed:
-        notes.append(f"context taken from upstream ({differed} line{"s" if differed > 1 else ""} differed only in whitespace/markup)")
+        lines_word = "line" if differed == 1 else "lines"
+        notes.append(f"context taken from upstream ({differed} {lines_word} differed only in whitespace/markup)")
     added = [line[1:].rstrip("\r\n") for line in lines if line[0] == "+"]
     if added != [i.given for i in hunk.items if i.kind == "+"]:
         notes.append("added lines re-indented")
