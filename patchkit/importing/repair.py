@@ -40,10 +40,12 @@ from dataclasses import dataclass
 
 from patchkit.errors import PatchkitError
 
+_LINE_END = re.compile(r"[;{}),:\\]$")
+_WHOLE_LINE = re.compile(r"(//|/\*|\*|#)")  # comments and preprocessor lines end anywhere
 MBOX_LINE = "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001"
 _TAG = re.compile(r"<[A-Za-z/!?][^>]*>")  # what an HTML parser takes for a tag
 _HUNK_HEADER = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
-_SIGNATURE = re.compile(r"\n-- \n[^\n]*\s*\Z|\s-- \d[\w.]*\s*\Z")  # format-patch's "-- \n2.55.0"
+_SIGNATURE = re.compile(r"\n-- ?\n[^\n]*\s*\Z|\s-- ?\d[\w.]*\s*\Z")  # format-patch's "-- \n2.55.0"
 _TRAILER_KEY = (r"(?:[A-Z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)+|Bug|Origin|Forwarded|Author|Fixes|Link"
                 r"|Closes|Cc)")
 _STD_TEMPLATES = ("vector|array|map|multimap|unordered_map|set|multiset|unordered_set|pair|tuple|"
@@ -115,9 +117,9 @@ def _mail_header(message: str, author: str | None, subject: str | None, notes: l
     if stat.strip():
         notes.append("diffstat dropped")
     name, addr = _author(who, author, notes)
-    subject_line = _subject(given_subject, subject, body, collapsed, notes)
-    if subject_line != given_subject and given_subject and body.startswith(subject_line):
-        body = body[len(subject_line):].strip()
+    subject_line = _subject(given_subject, subject, collapsed, notes)
+    if collapsed and subject:
+        body = "\n\n".join(part for part in (_after_subject(given_subject, subject), body) if part)
     if not date:
         date = email.utils.formatdate(localtime=True)
         notes.append("no Date: the import time used")
@@ -182,7 +184,16 @@ def _author(who: str | None, author: str | None, notes: list[str]) -> tuple[str,
     return name or addr, addr
 
 
-def _subject(given: str, subject: str | None, body: str, collapsed: bool, notes: list[str]) -> str:
+def _after_subject(given: str, subject: str) -> str:
+    """The message that ran into the subject in a collapsed mail: GIVEN after SUBJECT (which may
+    lack GIVEN's `[PATCH n/m]`), else all of GIVEN, so that nothing is lost."""
+    at = given.find(" ".join(subject.split()))
+    if at >= 0 and re.fullmatch(r"(\[[^\]]*\]\s*)*", given[:at]):
+        return given[at + len(" ".join(subject.split())):].strip()
+    return given
+
+
+def _subject(given: str, subject: str | None, collapsed: bool, notes: list[str]) -> str:
     if subject:
         notes.append("subject taken from --subject")
         return subject
@@ -431,13 +442,22 @@ class _Segmenter:
 
 def _cheapest(options: list[tuple[_Item, _Ways]]) -> _Ways:
     """The cheapest ways on from a state, each prefixed by the item that leads to it."""
-    costs = [cost + (item.kind != " " and not item.given) for item, (cost, ways) in options if ways]
-    if not costs:
+    costed = [(cost + _cost(item), item, ways) for item, (cost, ways) in options if ways]
+    if not costed:
         return 0, ()
-    best = min(costs)
-    found = [(item, *way) for item, (cost, ways) in options if ways
-             and cost + (item.kind != " " and not item.given) == best for way in ways]
-    return best, tuple(found[:2])
+    best = min(cost for cost, _, _ in costed)
+    return best, tuple([(item, *way) for cost, item, ways in costed if cost == best for way in ways][:2])
+
+
+def _cost(item: _Item) -> int:
+    """How unlikely ITEM is as a line of its own: a bare marker read as a blank line, or an added
+    line cut where C-like code does not end a line (`+ return n + 1;` is one line, not `return
+    n` and `1;`)."""
+    if item.kind != " " and not item.given:
+        return 1
+    if item.kind == "+":
+        return not (_LINE_END.search(item.text) or _WHOLE_LINE.match(item.text))
+    return 0
 
 
 def _drop_blank_shifts(found: list[_Placed], upstream: list[str]) -> list[_Placed]:
