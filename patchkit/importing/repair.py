@@ -112,7 +112,7 @@ def _mail_header(message: str, author: str | None, subject: str | None, notes: l
     collapsed = "\n" not in message.strip()
     parse = _collapsed_fields if collapsed else _line_fields
     who, date, given_subject, body, stat = parse(message)
-    if collapsed:
+    if collapsed and message.strip():
         notes.append("header newlines restored")
     if stat.strip():
         notes.append("diffstat dropped")
@@ -146,21 +146,20 @@ def _line_fields(message: str) -> tuple[str | None, str | None, str, str, str]:
         fields.setdefault(key.strip().lower(), value.strip())
         i += 1
     body, stat = _cut("\n".join(line.rstrip() for line in lines[i:]), r"(?m)^---$")
-    return fields.get("from"), fields.get("date"), fields.get("subject", ""), body.strip("\n"), stat
+    return (fields.get("from") or fields.get("author"), fields.get("date"),
+            fields.get("subject") or fields.get("description", ""), body.strip("\n"), stat)
 
 
 def _collapsed_fields(message: str) -> tuple[str | None, str | None, str, str, str]:
-    """(From, Date, Subject, body, diffstat) of a mail collapsed into one line, as format-patch
-    orders it. Subject and body run together: the body here is only its trailers; what comes
-    before the first trailer is the subject (see `_subject`)."""
-    m = re.search(r"From: (?P<who>.*?) Date: (?P<date>.*?) Subject: (?P<rest>.*)", message, re.S)
-    if not m:
-        raise PatchkitError("the collapsed mail header lacks `From: ... Date: ... Subject: ...`",
-                            "add them, or give --author and --subject to a plain diff")
-    rest, stat = _cut(m["rest"], r"(?:^|\s)---(?:\s|$)")
-    parts = re.split(rf"(?:^|\s)(?={_TRAILER_KEY}: )", rest.strip())
-    trailers = "\n".join(p.strip() for p in parts[1:])
-    return m["who"].strip(), m["date"].strip(), parts[0].strip(), trailers, stat
+    """(From, Date, Subject, body, diffstat) of a mail collapsed into one line. Subject and
+    message run together: the body here is only the trailers; what comes before the first
+    trailer is returned as the subject (see `_subject` and `_after_subject`)."""
+    text, stat = _cut(message, r"(?:^|\s)---(?:\s|$)")
+    pieces = re.split(r"(?:^|\s)(From|Date|Subject): ", text)
+    fields = dict(zip(pieces[1::2], (piece.strip() for piece in pieces[2::2])))
+    parts = re.split(rf"(?:^|\s)(?={_TRAILER_KEY}: )", fields.get("Subject", ""))
+    trailers = "\n".join(part.strip() for part in parts[1:])
+    return fields.get("From"), fields.get("Date"), parts[0].strip(), trailers, stat
 
 
 def _cut(text: str, separator: str) -> tuple[str, str]:
@@ -220,7 +219,7 @@ class _Item:
     kind: str  # " " context, "-" removed (both: `line` is upstream's index), "+" added (`text`)
     line: int = -1
     text: str = ""
-    given: str | None = None  # the line as the patch gave it (None: newlines were collapsed)
+    given: str = ""  # the line as the patch gave it (in a collapsed stream: its words)
 
 
 @dataclass(frozen=True)
@@ -244,6 +243,7 @@ def _repair_file(part: str, read_upstream: Callable[[str], bytes | None],
         raise RepairRefused(f"{path}: not in upstream, so its hunks cannot be rebuilt",
                             "check --at, or import without --repair")
     upstream = data.decode("utf-8", errors="surrogateescape").splitlines(keepends=True)
+    norms = [_norm(line) for line in upstream]
     headers = list(_HUNK_HEADER.finditer(part))
     if not headers:
         raise RepairRefused(f"{path}: no hunk found", "is the patch complete?")
@@ -252,7 +252,7 @@ def _repair_file(part: str, read_upstream: Callable[[str], bytes | None],
     for k, m in enumerate(headers):
         where = f"hunk {hunks_before + k + 1} ({path})"
         body = part[m.end():headers[k + 1].start() if k + 1 < len(headers) else len(part)]
-        hunk = _place(body, (int(m[2] or 1), int(m[4] or 1)), upstream, where)
+        hunk = _place(body, (int(m[2] or 1), int(m[4] or 1)), norms, where)
         if placed and hunk.start < placed[-1].start + _old_count(placed[-1]):
             raise RepairRefused(f"{where} found at line {hunk.start + 1}, before the end of the "
                                 "hunk above it", "fix the hunk order by hand")
@@ -278,10 +278,11 @@ def _old_count(hunk: _Placed) -> int:
     return sum(item.kind != "+" for item in hunk.items)
 
 
-def _place(body: str, counts: tuple[int, int], upstream: list[str], where: str) -> _Placed:
-    found = _place_lines(body, counts, upstream)
+def _place(body: str, counts: tuple[int, int], norms: list[str], where: str) -> _Placed:
+    """The one place and segmentation of a hunk in upstream (NORMS: its lines' normal forms)."""
+    found = _place_lines(body, counts, norms)
     if found is None:
-        found = _place_stream(body, counts, upstream)
+        found = _place_stream(body, counts, norms)
     if not found:
         raise RepairRefused(f"{where}: its context and removed lines match nowhere upstream",
                             "is --at the commit the patch was made for? a removed line may differ")
@@ -301,7 +302,7 @@ def _norm(text: str) -> str:
 
 # --- hunks whose lines survived ----------------------------------------------------------------
 
-def _place_lines(body: str, counts: tuple[int, int], upstream: list[str]) -> list[_Placed] | None:
+def _place_lines(body: str, counts: tuple[int, int], norms: list[str]) -> list[_Placed] | None:
     """Placements of a hunk given line by line, or None when its lines did not survive."""
     section, _, rest = body.partition("\n")
     lines = rest.removesuffix("\n").split("\n") if rest else []
@@ -312,8 +313,8 @@ def _place_lines(body: str, counts: tuple[int, int], upstream: list[str]) -> lis
         return None
     pre = [_norm(line[1:]) for line in given if line[:1] != "+"]
     placed = []
-    for start in range(len(upstream) - len(pre) + 1):
-        if all(_norm(upstream[start + i]) == n for i, n in enumerate(pre)):
+    for start in range(len(norms) - len(pre) + 1):
+        if norms[start:start + len(pre)] == pre:
             items, j = [], start
             for line in given:
                 kind = line[:1] or " "
@@ -326,12 +327,11 @@ def _place_lines(body: str, counts: tuple[int, int], upstream: list[str]) -> lis
 
 # --- hunks collapsed into one stream -----------------------------------------------------------
 
-def _place_stream(body: str, counts: tuple[int, int], upstream: list[str]) -> list[_Placed]:
+def _place_stream(body: str, counts: tuple[int, int], norms: list[str]) -> list[_Placed]:
     """Every (section, start, segmentation) that consumes the whole stream with the header's
     counts; placements that differ only by blank context lines (invisible in a stream) are
     reduced to the one with balanced leading and trailing context, as git makes them."""
     stream = " ".join(body.split())
-    norms = [_norm(line) for line in upstream]
     segmenter = _Segmenter(stream, norms, counts)
     found = []
     for cut in _section_cuts(stream):
@@ -339,10 +339,10 @@ def _place_stream(body: str, counts: tuple[int, int], upstream: list[str]) -> li
         # belong to the hunk's body.
         section = _norm(stream[:cut])
         above = next((j for j, n in enumerate(norms) if n.startswith(section)), len(norms)) if section else -1
-        for start in range(max(above + 1, 0), len(upstream) - counts[0] + 1):
+        for start in range(max(above + 1, 0), len(norms) - counts[0] + 1):
             for items in segmenter.solutions(cut, start):
                 found.append(_Placed(start, items, stream[:cut].strip(), True))
-    return _drop_blank_shifts(found, upstream)
+    return _drop_blank_shifts(found, norms)
 
 
 def _section_cuts(stream: str) -> list[int]:
@@ -460,9 +460,9 @@ def _cost(item: _Item) -> int:
     return 0
 
 
-def _drop_blank_shifts(found: list[_Placed], upstream: list[str]) -> list[_Placed]:
+def _drop_blank_shifts(found: list[_Placed], norms: list[str]) -> list[_Placed]:
     def anchor(p: _Placed) -> tuple:
-        return tuple((i.kind, i.line, i.text) for i in p.items if i.kind == "+" or upstream[i.line].strip())
+        return tuple((i.kind, i.line, i.text) for i in p.items if i.kind == "+" or norms[i.line])
 
     def imbalance(p: _Placed) -> int:
         kinds = [i.kind for i in p.items]
@@ -550,7 +550,8 @@ def _rebuild(hunk: _Placed, upstream: list[str], unit: str) -> list[str]:
             if n and hunk.items[n - 1].kind != "+" and upstream[ref.line].rstrip().endswith("{"):
                 depth = 1
         depth -= item.text.lstrip().startswith("}")
-        lines.append("+" + _indented(item, ref, upstream, unit, depth) + _eol(upstream[ref.line]))
+        indented = _indented(item, ref, upstream, unit, depth if hunk.collapsed else None)
+        lines.append("+" + indented + _eol(upstream[ref.line]))
         depth += item.text.rstrip().endswith("{")
     return lines
 
@@ -561,13 +562,13 @@ def _neighbour(items: tuple[_Item, ...], n: int) -> _Item:
     return before[-1] if before else next(i for i in items[n:] if i.kind != "+")
 
 
-def _indented(item: _Item, ref: _Item, upstream: list[str], unit: str, depth: int) -> str:
-    """ITEM's text with its indentation. Lines that survived keep theirs when the reference
-    line's whitespace is upstream's, else get upstream's plus their own offset from the reference
-    line; in a collapsed stream, upstream's plus DEPTH units."""
+def _indented(item: _Item, ref: _Item, upstream: list[str], unit: str, depth: int | None) -> str:
+    """ITEM's text with its indentation. Lines that survived (DEPTH None) keep theirs when the
+    reference line's indentation is upstream's, else get upstream's plus their own offset from
+    the reference line; in a collapsed stream, upstream's plus DEPTH units."""
     ref_upstream = _indent(upstream[ref.line])
     text = item.text.lstrip()
-    if item.given is not None and ref.given is not None and ref.given != ref.given.lstrip():
+    if depth is None:
         if _indent(ref.given) == ref_upstream:
             return item.text
         width = _width(ref_upstream) + _width(_indent(item.given)) - _width(_indent(ref.given))
@@ -620,6 +621,6 @@ def _hunk_notes(hunk: _Placed, lines: list[str], upstream: list[str], header_sta
     return notes
 
 
-def _shape(text: str | None, collapsed: bool) -> str | None:
+def _shape(text: str, collapsed: bool) -> str:
     """TEXT as the comparison for notes sees it: whitespace runs count as one in a stream."""
-    return " ".join(text.split()) if collapsed and text is not None else text
+    return " ".join(text.split()) if collapsed else text

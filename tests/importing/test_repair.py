@@ -214,19 +214,40 @@ def test_an_undamaged_patch_comes_out_with_the_same_effect(tmp_path):
     assert fixed.notes == ("diffstat dropped",)
 
 
-def test_crlf_is_removed(tmp_path):
-    patch = small_patch(tmp_path).replace("\n", "\r\n")
-    fixed = repair(patch, reader({SMALL: SMALL_BEFORE.encode()}))
+def line_damage(patch: str, damage: str) -> str:
+    """PATCH as a mailer or an editor left it, lines kept."""
+    lines = patch.split("\n")
+    if damage == "crlf":
+        return "\r\n".join(lines)
+    if damage == "tabs expanded":
+        return "\n".join(line.expandtabs(8) for line in lines)
+    if damage == "trailing whitespace lost":
+        return "\n".join(line.rstrip() for line in lines)
+    return "\r\n".join(line.expandtabs(8).rstrip() for line in lines)
+
+
+@pytest.mark.parametrize("damage", ["crlf", "tabs expanded", "trailing whitespace lost", "all three"])
+def test_line_damage_is_undone(tmp_path, damage):
+    fixed = repair(line_damage(small_patch(tmp_path), damage), reader({SMALL: SMALL_BEFORE.encode()}))
 
     assert applied(tmp_path, fixed.data, SMALL, SMALL_BEFORE.encode()) == SMALL_AFTER.encode()
-    assert fixed.notes[0] == "CRLF removed"
+    assert diff_of(fixed.data.decode()) == diff_of(small_patch(tmp_path))
+    assert ("CRLF removed" in fixed.notes) == (damage in ("crlf", "all three"))
 
 
-def test_expanded_tabs_and_lost_trailing_whitespace_come_back_from_upstream(tmp_path):
-    mangled = "\n".join(line.expandtabs(8).rstrip() for line in small_patch(tmp_path).split("\n"))
-    fixed = repair(mangled, reader({SMALL: SMALL_BEFORE.encode()}))
+def test_trailing_whitespace_of_context_comes_back_from_upstream(tmp_path):
+    fixed = repair(line_damage(small_patch(tmp_path), "trailing whitespace lost"),
+                   reader({SMALL: SMALL_BEFORE.encode()}))
 
-    assert applied(tmp_path, fixed.data, SMALL, SMALL_BEFORE.encode()) == SMALL_AFTER.encode()
+    assert "\n \tif (n < 0) {\t\n" in fixed.data.decode()
+    assert [h.notes for h in fixed.hunks] == [
+        ("context taken from upstream (1 line differed only in whitespace/markup)",),
+        ("context taken from upstream (1 line differed only in whitespace/markup)",)]
+
+
+def test_expanded_tabs_come_back_from_upstream_and_added_lines_get_tabs(tmp_path):
+    fixed = repair(line_damage(small_patch(tmp_path), "all three"), reader({SMALL: SMALL_BEFORE.encode()}))
+
     text = fixed.data.decode()
     assert "\n \tif (n < 0) {\t\n" in text and "\n \tint total = 0; \n" in text  # context as upstream has it
     assert "\n+\tint step = n - 1;\n" in text and "\n+\t\ttotal += i - 2;\n" in text  # re-indented with tabs
@@ -262,3 +283,15 @@ def test_an_added_line_that_lost_its_angle_brackets_is_refused(tmp_path, added, 
 
     assert refused.value.message == (f"hunk 1 ({SMALL}): added line {stripped!r} lost its text in "
                                      f"angle brackets ({what})")
+
+
+def test_a_collapsed_plain_diff_takes_author_and_subject_from_the_options(tmp_path):
+    patch = small_patch(tmp_path)
+    web = web_copy(patch[patch.index("diff --git "):])
+    fixed = repair(web, reader({SMALL: SMALL_BEFORE.encode()}), author=MIKE, subject="count: step back")
+
+    assert applied(tmp_path, fixed.data, SMALL, SMALL_BEFORE.encode()) == SMALL_AFTER.encode()
+    assert fixed.data.decode().startswith(f"{MBOX_LINE}\nFrom: {MIKE}\nDate: ")
+    assert "\nSubject: count: step back\n\n---\ndiff --git " in fixed.data.decode()
+    assert fixed.notes == ("author taken from --author", "subject taken from --subject",
+                           "no Date: the import time used")
