@@ -295,3 +295,32 @@ def test_a_collapsed_plain_diff_takes_author_and_subject_from_the_options(tmp_pa
     assert "\nSubject: count: step back\n\n---\ndiff --git " in fixed.data.decode()
     assert fixed.notes == ("author taken from --author", "subject taken from --subject",
                            "no Date: the import time used")
+
+
+# --- the fixture upstream's scenarios: the same web copy against moved or twinned code -----------
+
+def upstream_file(upstream, ref: str) -> bytes:
+    return run(["show", f"{ref}:{SERVER}"], cwd=upstream.path).encode("utf-8", "surrogateescape") + b"\n"
+
+
+def test_the_web_copy_repairs_where_upstream_moved_the_code(tmp_path, upstream):
+    pre = upstream_file(upstream, upstream.scenarios["offset"].ref)
+    fixed = repair(web_copy(clean_seed()), reader({SERVER: pre}), author=MIKE)
+
+    assert applied(tmp_path, fixed.data, SERVER, pre).decode() == upstream.expected_patched("offset")
+    moved = {h.index: h.notes[-1] for h in fixed.hunks if h.notes[-1].startswith("found at line")}
+    assert sorted(moved) == [1, 2, 3, 4, 5, 6]
+    assert moved[1] == f"found at line {fixed.hunks[0].upstream_line} (the header said 255)"
+
+
+def test_the_web_copy_is_refused_where_upstream_twinned_a_hunks_code(upstream):
+    pre = upstream_file(upstream, upstream.scenarios["ambiguous"].ref)
+    with pytest.raises(RepairRefused, match=rf"^hunk 6 \({SERVER}\): its context matches upstream at "
+                                            r"several places \(lines \d+, \d+\)$"):
+        repair(web_copy(clean_seed()), reader({SERVER: pre}), author=MIKE)
+
+
+def test_the_web_copy_is_refused_where_upstream_changed_a_removed_line(upstream):
+    pre = upstream_file(upstream, upstream.scenarios["conflict"].ref)
+    with pytest.raises(RepairRefused, match=rf"^hunk 4 \({SERVER}\): its context and removed lines match nowhere"):
+        repair(web_copy(clean_seed()), reader({SERVER: pre}), author=MIKE)
