@@ -316,7 +316,7 @@ def test_the_web_copy_repairs_where_upstream_moved_the_code(tmp_path, upstream):
 def test_the_web_copy_is_refused_where_upstream_twinned_a_hunks_code(upstream):
     pre = upstream_file(upstream, upstream.scenarios["ambiguous"].ref)
     with pytest.raises(RepairRefused, match=rf"^hunk 6 \({SERVER}\): its context matches upstream at "
-                                            r"several places \(lines \d+, \d+\)$"):
+                                            r"several places \(lines \d+, \d+\);"):
         repair(web_copy(clean_seed()), reader({SERVER: pre}), author=MIKE)
 
 
