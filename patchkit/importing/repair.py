@@ -15,6 +15,12 @@ lines are normalised the same way, and each hunk is placed where its pre-image m
   (removed), or `+` and some words (an added line), until exactly the header's counts are used.
   So `n + 1` or `-1` inside code are markers only where upstream's lines and the counts say so.
   Blank context lines leave no trace in such a stream, which is why they may consume nothing.
+  The section after `@@` runs into the body: it must be (the start of) an upstream line above
+  the hunk. Where several segmentations fit, the search prefers, in this order of evidence:
+  a marker followed by words over a blank line (`- foo` is the removed line `foo`), an added
+  line ending where C-like code ends a line (`;`, `{`, `}`, `)`, `,`, `:`, a backslash, or a comment or
+  preprocessor line) over one cut mid-expression, a change's `-` and `+` lines together, and
+  balanced leading and trailing context; what is still tied is refused as ambiguous.
 
 A hunk must have exactly one place (and one segmentation); else `RepairRefused` names the hunk
 and the candidate lines. The rebuilt hunk takes context and removed lines byte for byte from
@@ -242,7 +248,8 @@ def _repair_file(part: str, read_upstream: Callable[[str], bytes | None],
     if data is None:
         raise RepairRefused(f"{path}: not in upstream, so its hunks cannot be rebuilt",
                             "check --at, or import without --repair")
-    upstream = data.decode("utf-8", errors="surrogateescape").splitlines(keepends=True)
+    # Lines end at "\n" only, as for git (str.splitlines would also cut at form feeds).
+    upstream = re.findall(r"[^\n]*\n|[^\n]+\Z", data.decode("utf-8", errors="surrogateescape"))
     norms = [_norm(line) for line in upstream]
     headers = list(_HUNK_HEADER.finditer(part))
     if not headers:
@@ -461,6 +468,8 @@ def _cost(item: _Item) -> int:
 
 
 def _drop_blank_shifts(found: list[_Placed], norms: list[str]) -> list[_Placed]:
+    """Of placements with the same visible lines (they differ in the blank lines around them),
+    those whose leading and trailing context are closest in length, as git's are."""
     def anchor(p: _Placed) -> tuple:
         return tuple((i.kind, i.line, i.text) for i in p.items if i.kind == "+" or norms[i.line])
 
@@ -483,10 +492,10 @@ def _drop_blank_shifts(found: list[_Placed], norms: list[str]) -> list[_Placed]:
 # --- checks and the rebuilt text ---------------------------------------------------------------
 
 def _refuse_lost_markup(hunk: _Placed, where: str) -> None:
-    for item in hunk.items:
+    for item in (i for i in hunk.items if i.kind == "+"):
         code = item.text.split("//", 1)[0]  # a comment may name a template in passing
         for pattern, what in _LOST_MARKUP:
-            if item.kind == "+" and pattern.search(code):
+            if pattern.search(code):
                 raise RepairRefused(f"{where}: added line {item.text.strip()!r} lost its text in "
                                     f"angle brackets ({what})",
                                     "restore that line in the patch and import it again")
