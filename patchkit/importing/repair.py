@@ -16,11 +16,13 @@ lines are normalised the same way, and each hunk is placed where its pre-image m
   So `n + 1` or `-1` inside code are markers only where upstream's lines and the counts say so.
   Blank context lines leave no trace in such a stream, which is why they may consume nothing.
   The section after `@@` runs into the body: it must be (the start of) an upstream line above
-  the hunk. Where several segmentations fit, the search prefers, in this order of evidence:
-  a marker followed by words over a blank line (`- foo` is the removed line `foo`), an added
-  line ending where C-like code ends a line (`;`, `{`, `}`, `)`, `,`, `:`, a backslash, or a comment or
-  preprocessor line) over one cut mid-expression, a change's `-` and `+` lines together, and
-  balanced leading and trailing context; what is still tied is refused as ambiguous.
+  the hunk. Where several segmentations fit, the one with the fewest doubtful lines wins: a
+  bare marker read as a blank line (`- foo` is rather the removed line `foo`) and an added line
+  cut where C-like code does not end a line (not at `;`, `{`, `}`, `)`, `,`, `:`, a backslash,
+  nor a comment or preprocessor line) are doubtful. A blank context line goes after a change's
+  added lines (git keeps `-` and `+` together), and of placements differing only in blank
+  lines the one with balanced leading and trailing context is kept. What is still tied is
+  refused as ambiguous.
 
 A hunk must have exactly one place (and one segmentation); else `RepairRefused` names the hunk
 and the candidate lines. The rebuilt hunk takes context and removed lines byte for byte from
@@ -621,7 +623,8 @@ def _hunk_notes(hunk: _Placed, lines: list[str], upstream: list[str], header_sta
                    for i in hunk.items if i.kind != "+")
     if differed:
         lines_word = "line" if differed == 1 else "lines"
-        notes.append(f"context taken from upstream ({differed} {lines_word} differed only in whitespace/markup)")
+        notes.append(f"context taken from upstream ({differed} {lines_word} differed only in "
+                     "whitespace/markup)")
     added = [line[1:].rstrip("\r\n") for line in lines if line[0] == "+"]
     if added != [i.given for i in hunk.items if i.kind == "+"]:
         notes.append("added lines re-indented")

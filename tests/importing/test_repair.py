@@ -109,7 +109,8 @@ SMALL_BEFORE = (
 SMALL_AFTER = (SMALL_BEFORE
                .replace("\t\treturn -1;\n", "\t\treturn -1 - n;\n")
                .replace("\treturn n + 1;\n", "\tint step = n - 1;\n\treturn n + 1 + step;\n")
-               .replace("\t\ttotal = next(total) - 1;\n", "\t\ttotal = next(total) - 1;\n\t\ttotal += i - 2;\n"))
+               .replace("\t\ttotal = next(total) - 1;\n", "\t\ttotal = next(total) - 1;\n"
+                        "\t\ttotal += i - 2;\n"))
 
 
 def small_patch(tmp_path: Path) -> str:
@@ -126,7 +127,8 @@ def repaired_effect(tmp_path: Path, text: str, **options) -> bytes:
 def test_the_web_copy_repairs_into_the_clean_patch(tmp_path, server_pre):
     fixed = repair(web_copy(clean_seed()), reader({SERVER: server_pre}), author=MIKE)
 
-    assert applied(tmp_path, fixed.data, SERVER, server_pre) == applied(tmp_path, clean_seed(), SERVER, server_pre)
+    clean_effect = applied(tmp_path, clean_seed(), SERVER, server_pre)
+    assert applied(tmp_path, fixed.data, SERVER, server_pre) == clean_effect
     text = fixed.data.decode()
     assert diff_of(text) == diff_of(clean_seed())  # every hunk byte for byte, headers included
     assert text.startswith(f"{MBOX_LINE}\nFrom: {MIKE}\nDate: Sun, 27 Sep 2026 15:06:40 +0100\n"
@@ -168,9 +170,10 @@ def test_a_hunk_whose_context_is_found_twice_is_refused(server_pre):
 
 
 def test_a_removed_line_that_upstream_does_not_have_is_refused(server_pre):
-    web = web_copy(clean_seed()).replace("- ckpt.update_tgt(ctx_tgt, slot.id, LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY);",
-                                         "- ckpt.update_tgt(ctx_tgt, slot.id, LLAMA_STATE_SEQ_FLAGS_NONE);")
-    with pytest.raises(RepairRefused, match=rf"^hunk 4 \({SERVER}\): its context and removed lines match nowhere upstream"):
+    web = web_copy(clean_seed()).replace("- ckpt.update_tgt(ctx_tgt, slot.id, LLAMA_STATE_SEQ_FLAGS_PARTIAL",
+                                         "- ckpt.update_tgt(ctx_tgt, slot.id, LLAMA_STATE_SEQ_FLAGS_NONE")
+    assert web != web_copy(clean_seed())
+    with pytest.raises(RepairRefused, match=rf"^hunk 4 \({SERVER}\): its context and removed lines match nowhere"):
         repair(web, reader({SERVER: server_pre}), author=MIKE)
 
 
@@ -189,8 +192,8 @@ def test_the_queue_seed_collapsed_needs_its_subject(tmp_path, server_pre):
     assert read.subject == subject
     assert read.body.startswith("Keep the six speculative-decoding checkpoint save/load calls")
     assert read.trailers["Last-Update"] == "2026-11-29"
-    assert applied(tmp_path, fixed.data, SERVER, server_pre) == applied(tmp_path, seed_patch_path().read_bytes(),
-                                                                       SERVER, server_pre)
+    seed_effect = applied(tmp_path, seed_patch_path().read_bytes(), SERVER, server_pre)
+    assert applied(tmp_path, fixed.data, SERVER, server_pre) == seed_effect
 
 
 def test_a_missing_email_without_author_is_exit_2_asking_for_it(server_pre):
@@ -252,8 +255,8 @@ def test_expanded_tabs_come_back_from_upstream_and_added_lines_get_tabs(tmp_path
     assert "\n \tif (n < 0) {\t\n" in text and "\n \tint total = 0; \n" in text  # context as upstream has it
     assert "\n+\tint step = n - 1;\n" in text and "\n+\t\ttotal += i - 2;\n" in text  # re-indented with tabs
     assert [h.notes for h in fixed.hunks] == [
-        ("context taken from upstream (4 lines differed only in whitespace/markup)", "added lines re-indented"),
-        ("context taken from upstream (6 lines differed only in whitespace/markup)", "added lines re-indented")]
+        (f"context taken from upstream ({n} lines differed only in whitespace/markup)", "added lines re-indented")
+        for n in (4, 6)]
 
 
 def test_collapsed_newlines_with_arithmetic_that_looks_like_markers(tmp_path):
