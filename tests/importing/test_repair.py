@@ -327,3 +327,15 @@ def test_the_web_copy_is_refused_where_upstream_changed_a_removed_line(upstream)
     pre = upstream_file(upstream, upstream.scenarios["conflict"].ref)
     with pytest.raises(RepairRefused, match=rf"^hunk 4 \({SERVER}\): its context and removed lines match nowhere"):
         repair(web_copy(clean_seed()), reader({SERVER: pre}), author=MIKE)
+
+
+def test_added_lines_that_split_in_several_ways_are_refused(tmp_path):
+    """Prose has no line ends to go by: `+ one + two + three` as two lines is asked for."""
+    before = "alpha\nbeta\ngamma\ndelta\n"
+    after = "alpha\nbeta\none + two\nthree\ngamma\ndelta\n"
+    web = web_copy(format_patch(tmp_path, "notes.txt", before, after))
+
+    with pytest.raises(RepairRefused) as refused:
+        repair(web, reader({"notes.txt": before.encode()}), author=MIKE)
+
+    assert refused.value.message == "hunk 1 (notes.txt): at line 1 its text splits into lines in several ways"
