@@ -157,7 +157,7 @@ def _arch(queue: PatchedQueue) -> list[OutFile]:
             + "source+=(\n" + "".join(f"  {shlex.quote(f.path)}\n" for f in files) + ")\n"
             + "sha256sums+=(\n" + "".join(f"  '{f.sha256}'\n" for f in files) + ")\n"
             + "_patchkit_prepare() {\n"
-            + "".join(f'  patch -Np1 -F0 -i "$srcdir/"{shlex.quote(f.path)}\n' for f in files) + "}\n")
+            + "".join(f'  patch -Np1 -F0 -i "$srcdir"/{shlex.quote(f.path)}\n' for f in files) + "}\n")
     return [*files, OutFile("PKGBUILD.patchkit", text.encode())]
 
 

@@ -130,7 +130,7 @@ def test_rpmspec_parses_the_fragments_and_patch_applies_them(exports, upstream, 
     rpmspec = [tool("rpmspec"), "--define", f"_sourcedir {out}", "--define", f"_topdir {tmp_path / 'rpm'}"]
     parsed = run([*rpmspec, "--parse", str(spec)], tmp_path)
     assert f"Patch0001: {report.patches[0].name}\n" in parsed
-    assert "/usr/bin/patch -p1 -s --fuzz=0" in parsed  # %autosetup -p1, expanded by rpm
+    assert re.search(r"patch -p1 .*--fuzz=0", parsed)  # %autosetup -p1, expanded by rpm
     assert f"-DLLAMA_BUILD_NUMBER={report.build_number} -DLLAMA_BUILD_COMMIT={report.build_commit}\n" in parsed
     patches = run([*rpmspec, "-q", "--srpm", "--qf", "[%{PATCH}\n]", str(spec)], tmp_path).split()
     assert patches == [p.name for p in report.patches]
