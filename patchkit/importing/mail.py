@@ -303,7 +303,12 @@ def normalise_diff(diff: str, source: str, warnings: list[str], p1: bool = False
     (a quilt or Gentoo patch, applied with -p1), a traditional diff's paths get git's a/ and b/
     prefixes in place of their first component."""
     diff = _SIGNATURE.sub("\n", diff)
-    diff = diff.rstrip("\n") + "\n"
+    lines = diff.splitlines(keepends=True)
+    while lines and not lines[-1].strip() and _hunks_complete(lines[:-1]):
+        lines.pop()  # blank lines after the last hunk; one a hunk still counts is a mangled context line
+    diff = "".join(lines)
+    if not diff.endswith("\n"):
+        diff += "\n"
     if not p1 or re.search(r"(?m)^diff --git ", diff):
         return diff
     lines = diff.splitlines(keepends=True)
@@ -328,6 +333,22 @@ def normalise_diff(diff: str, source: str, warnings: list[str], p1: bool = False
     if changed:
         warnings.append(f"{source}: paths given git's a/ and b/ prefixes (the diff is -p1)")
     return "".join(lines)
+
+
+def _hunks_complete(lines: list[str]) -> bool:
+    """The last hunk in LINES has all the lines its header counts."""
+    old_left = new_left = 0
+    for line in lines:
+        if old_left > 0 or new_left > 0:
+            kind = line[:1]
+            if kind != "\\":
+                old_left -= kind in (" ", "-", "\n", "")
+                new_left -= kind in (" ", "+", "\n", "")
+            continue
+        m = _HUNK.match(line)
+        if m:
+            old_left, new_left = int(m.group(1) or 1), int(m.group(2) or 1)
+    return old_left <= 0 and new_left <= 0
 
 
 def _reprefix(line: str, prefix: str) -> str:

@@ -25,6 +25,7 @@ _POSTMARK = re.compile(r"^From \S+ +[A-Z][a-z]{2} [A-Z][a-z]{2} +\d{1,2} \d{1,2}
                        r"(?: [A-Z]{2,5}| [-+]\d{4})? \d{4}\s*$")
 _HEADER = re.compile(r"^[A-Za-z][A-Za-z0-9-]*:(?: |$)")
 _MBOXRD_FROM = re.compile(r"^>(>*From )", re.M)
+_HAS_DIFF = re.compile(r"^(?:diff --git |--- .*\n\+\+\+ )", re.M)
 PATCH_SUFFIXES = (".patch", ".diff")
 
 
@@ -75,12 +76,12 @@ def gather(sources: list[str], *, from_repo: tuple[str, str] | None = None, ebui
     for source in sources:
         if fetch.is_url(source):
             data = fetch.download(source, sha256=pin_of.get(source), allow_http=allow_http)
-            pieces += _messages(decode(data), source, "url", origin=source)
+            pieces += _messages(decode(data), source, "url", warnings, origin=source)
         elif source == "-":
             if seen_stdin:
                 raise PatchkitError("'-' (standard input) is given twice", "give it once")
             seen_stdin = True
-            pieces += _messages(decode(sys.stdin.buffer.read()), "<stdin>", None)
+            pieces += _messages(decode(sys.stdin.buffer.read()), "<stdin>", None, warnings)
         else:
             path = Path(source)
             if path.is_dir():
@@ -88,7 +89,7 @@ def gather(sources: list[str], *, from_repo: tuple[str, str] | None = None, ebui
                 pieces += found
                 warnings += said
             elif path.is_file():
-                pieces += _messages(decode(_read(path)), source, None)
+                pieces += _messages(decode(_read(path)), source, None, warnings)
             elif path.exists():
                 raise PatchkitError(f"{source}: not a file or a folder", "give a patch file, a folder or a URL")
             else:
@@ -131,12 +132,26 @@ def split_mbox(text: str) -> list[str]:
     return [_MBOXRD_FROM.sub(r"\1", chunk) for chunk in chunks]
 
 
-def _messages(text: str, source: str, kind: str | None, origin: str | None = None) -> list[Piece]:
+def _messages(text: str, source: str, kind: str | None, warnings: list[str],
+              origin: str | None = None) -> list[Piece]:
+    """The pieces of one file or download: one per message of an mbox that holds a diff (a
+    cover letter or a reply in a thread holds none, and is left out, saying so)."""
     messages = split_mbox(text)
     if len(messages) == 1:
         return [Piece(text, source, kind, origin=origin)]
-    return [Piece(m, f"{source} (message {i} of {len(messages)})", kind or "mbox", origin=origin)
-            for i, m in enumerate(messages, 1)]
+    pieces = []
+    for i, m in enumerate(messages, 1):
+        where = f"{source} (message {i} of {len(messages)})"
+        if _HAS_DIFF.search(m):
+            pieces.append(Piece(m, where, kind or "mbox", origin=origin))
+        else:
+            subject = re.search(r"(?mi)^Subject: *(.*)$", m)
+            warnings.append(f"{where}: no diff (a cover letter or a reply?), not imported"
+                            + (f": {subject.group(1).strip()!r}" if subject else ""))
+    if not pieces:
+        raise PatchkitError(f"{source}: none of its {len(messages)} messages holds a diff",
+                            "is it a mailbox of patches?")
+    return pieces
 
 
 # -- folders --------------------------------------------------------------------------------------

@@ -42,6 +42,20 @@ def test_an_mbox_splits_on_its_from_lines_only():
     assert [p.count("\ndiff --git ") for p in parts] == [1, 1, 1]
 
 
+def test_a_cover_letter_is_left_out_with_a_warning(tmp_path):
+    cover = ("From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\nFrom: Ada <ada@example.org>\n"
+             "Subject: [PATCH 0/3] three changes\n\nThe series.\n\n")
+    mbox = tmp_path / "series.mbox"
+    mbox.write_text(cover + message(1) + message(2) + message(3))
+    got = sources.gather([str(mbox)])
+    assert [p.source for p in got.pieces] == [f"{mbox} (message {i} of 4)" for i in (2, 3, 4)]
+    assert got.warnings == (f"{mbox} (message 1 of 4): no diff (a cover letter or a reply?), not imported: "
+                            "'[PATCH 0/3] three changes'",)
+    mbox.write_text(cover + cover)
+    with pytest.raises(PatchkitError, match="none of its 2 messages holds a diff"):
+        sources.gather([str(mbox)])
+
+
 def test_a_single_patch_is_one_message():
     assert sources.split_mbox(message(1)) == [message(1)]
     assert sources.split_mbox(DIFF) == [DIFF]
@@ -121,6 +135,14 @@ def test_a_quilt_diff_gets_git_prefixes():
     d = draft(text, author=("Ada", "ada@example.org"), subject="s", kind="quilt")
     assert d.diff == ("--- a/src/a.c\t2020-01-01 00:00:00.000000000 +0000\n+++ b/src/a.c\n@@ -1 +1 @@\n"
                       "--- removed line\n+++ added line\n")
+
+
+def test_blank_lines_after_the_diff_go_and_a_blank_context_line_stays():
+    tail = "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1,3 +1,3 @@\n a\n-b\n+c\n"
+    d = draft(f"{tail} \n\n\n", author=("Ada", "ada@example.org"), subject="s")
+    assert d.diff == f"{tail} \n"
+    d = draft(f"{tail}\n", author=("Ada", "ada@example.org"), subject="s")  # a mailer ate the space
+    assert d.diff == f"{tail}\n"
 
 
 def test_crlf_everywhere_is_undone_and_mixed_is_refused():
