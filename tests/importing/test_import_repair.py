@@ -20,6 +20,7 @@ pytest.importorskip("patchkit.importing.repair")
 SEEDS = REPO.parent / "shared" / "seeds"
 AUTHOR = "Mike Lothian <mike@fireburn.co.uk>"
 NAME = seed_patch_path().name
+SUBJECT = "server : keep speculative checkpoints on device"
 
 
 def web_copy() -> str:
@@ -106,7 +107,7 @@ def test_a_hunk_whose_place_is_not_unique_is_refused(tmp_path, upstream):
     web = tmp_path / "web.txt"
     web.write_text(web_copy())
     before = patches_state(root)
-    result = run_cli("import", "--repair", str(web), "--author", AUTHOR, "--upstream", str(repo),
+    result = run_cli("import", "--repair", str(web), "--author", AUTHOR, "--subject", SUBJECT, "--upstream", str(repo),
                      "--at", "upstream@twin", cwd=root, env=env)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "hunk 2" in result.stderr and str(web) in result.stderr
