@@ -25,6 +25,10 @@ from patchkit.workflow import ApplyOptions, ApplyReport, Hooks, run_apply
 
 
 _FUZZ = 2  # GNU patch's default
+# git's own short ids grow with the repository's object count, so a mirror fetched later (or on
+# another machine) would give another one for the same commit: a fixed length keeps exports and
+# tarballs the same bytes.
+_SHORT = 8
 
 
 @dataclass(frozen=True)
@@ -42,7 +46,7 @@ class PatchedQueue:
     upstream_commit: str
     commit_time: int  # the upstream commit's committer date, seconds since the epoch
     build_number: int  # LLAMA_BUILD_NUMBER
-    build_commit: str  # LLAMA_BUILD_COMMIT: the short id llama.cpp's own build would use
+    build_commit: str  # LLAMA_BUILD_COMMIT: the upstream commit's first _SHORT hex digits
     version: str  # b<N>+pk<count>.<hash> (patchkit.export.version)
     tip: str  # the patched commit
     tree: str  # its tree
@@ -70,7 +74,7 @@ def patched_queue(project: Project, spec: str = "upstream@locked", upstream: str
     return PatchedQueue(
         report.upstream_url, report.upstream_commit,
         int(_show(mirror, report.upstream_commit, "%ct")), build,
-        _show(mirror, report.upstream_commit, "%h"),
+        report.upstream_commit[:_SHORT],
         queue_version(build, ((p.name, p.sha256) for p in queue.patches)),
         report.tip, report.tree, patches, mirror)
 
@@ -86,7 +90,7 @@ def _by_id(project: Project, spec: str) -> str:
     lock = project.lock()
     if lock is None:
         raise PatchkitError(f"{project.lock_path} does not exist, so there is no locked commit",
-                            "run `patchkit apply upstream@HEAD --update-lock`, or name a commit with --at")
+                            "run `patchkit apply upstream@HEAD --update-lock`, or name an upstream commit")
     return f"upstream@{lock.upstream_commit}"
 
 
