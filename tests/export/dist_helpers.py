@@ -1,5 +1,6 @@
 """An upstream for the dist tests: the tiny CMake stand-in of llama.cpp (tests/backends/project)
-with an executable script and a symlink, in three commits, and a fork carrying one patch on it."""
+with an executable script, a symlink and awkward names, in three commits, and a fork carrying one
+patch on it."""
 
 from __future__ import annotations
 
@@ -46,6 +47,10 @@ def make_upstream(dest: Path) -> Upstream:
     script.write_text("#!/bin/sh\necho run\n")
     script.chmod(0o755)
     (repo / "include" / "llama-link.h").symlink_to("llama.h")
+    # Names ustar cannot hold (over 100 bytes, not ASCII): tarfile gives them a PAX header
+    (repo / "docs").mkdir()
+    (repo / "docs" / f"{'long-' * 20}name.md").write_text("long\n")
+    (repo / "docs" / "café.md").write_text("accent\n")
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "add a script and a link", date="1790200000 +0530")
     head = git(repo, "rev-parse", "HEAD")

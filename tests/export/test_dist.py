@@ -85,7 +85,9 @@ def test_entries_are_sorted_owned_by_root_and_normalised(tmp_path: Path, fork: P
     names = [m.name for m in entries]
     assert names == sorted(names) and names[0] == top and all(n.startswith(f"{top}/") for n in names[1:])
     assert all((m.uid, m.gid, m.uname, m.gname) == (0, 0, "", "") for m in entries)
-    assert not any(m.pax_headers for m in entries)  # nothing to say beyond ustar: no times, no names
+    # Extended headers only for what ustar cannot hold: never a time, a user or a group.
+    assert {key for m in entries for key in m.pax_headers} == {"path"}
+    assert f"docs/{'long-' * 20}name.md" in {n.removeprefix(f"{top}/") for n in names} and f"{top}/docs/café.md" in names
     by_name = {m.name.removeprefix(f"{top}/"): m for m in entries}
     assert by_name["scripts/run.sh"].isfile() and by_name["scripts/run.sh"].mode == 0o755
     assert by_name["README.md"].isfile() and by_name["README.md"].mode == 0o644
