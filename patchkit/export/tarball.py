@@ -17,6 +17,7 @@ import gzip
 import hashlib
 import io
 import lzma
+import stat
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,18 +28,26 @@ from patchkit.errors import PatchkitError
 
 # The name's ending says how it is compressed; `None` is a plain tar.
 COMPRESSIONS = {".tar": None, ".tar.gz": "gzip", ".tar.xz": "xz"}
-_XZ_PRESET = 6  # xz's own default: a fixed preset, so the bytes do not follow anyone's XZ_OPT
+# Fixed settings: the compressed bytes then depend only on the compressor's build.
+_XZ_PRESET = 6  # xz's own default
 _GZIP_LEVEL = 9
 _SUBMODULE = "160000"
-_MODES = {"100644": (tarfile.REGTYPE, 0o644), "100755": (tarfile.REGTYPE, 0o755),
-          "120000": (tarfile.SYMTYPE, 0o777), "040000": (tarfile.DIRTYPE, 0o755)}
 
 
 @dataclass(frozen=True)
 class TreeEntry:
     path: str  # relative, '/'-separated, as git stores it (undecodable bytes surrogate-escaped)
-    mode: str  # git's octal mode: 100644, 100755, 120000, 040000
+    mode: str  # git's octal mode: 100644, 100755, 120000, 040000 (old trees may hold 100664)
     oid: str
+
+    def kind_and_mode(self) -> tuple[bytes, int]:
+        """The tar type and normalised mode: what git records, and nothing of any checkout."""
+        mode = int(self.mode, 8)
+        if stat.S_ISDIR(mode):
+            return tarfile.DIRTYPE, 0o755
+        if stat.S_ISLNK(mode):
+            return tarfile.SYMTYPE, 0o777
+        return tarfile.REGTYPE, 0o755 if mode & 0o111 else 0o644
 
 
 @dataclass(frozen=True)
@@ -91,7 +100,7 @@ def write_tar(out: BinaryIO, compression: str | None, repo: Path, tree: str, top
                             "rename that file upstream of the tarball")
     # name, type, mode, and where the bytes come from: a tree entry, EXTRA's bytes, or none (a folder)
     members: list[tuple[str, bytes, int, TreeEntry | bytes | None]] = [(top, tarfile.DIRTYPE, 0o755, None)]
-    members += [(f"{top}/{e.path}", *_MODES[e.mode], e) for e in entries]
+    members += [(f"{top}/{e.path}", *e.kind_and_mode(), e) for e in entries]
     members += [(f"{top}/{name}", tarfile.REGTYPE, 0o644, data) for name, data in extra.items()]
     members.sort(key=lambda m: m[0].encode("utf-8", "surrogateescape"))
     with _compressor(out, compression) as stream:

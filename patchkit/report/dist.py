@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from patchkit.export.dist import DistResult
-from patchkit.report import plain
 from patchkit.report import to_json as envelope
 
 
@@ -27,4 +26,4 @@ def render_terminal(result: DistResult, console) -> None:
 
 
 def to_json(result: DistResult) -> str:
-    return envelope("dist", {**plain(result), "output": str(result.output), "sums": str(result.sums)})
+    return envelope("dist", result)

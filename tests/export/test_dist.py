@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import io
 import lzma
 import stat
 import subprocess
@@ -157,3 +158,17 @@ def test_a_queue_that_is_not_good_there_writes_nothing(tmp_path: Path, fork: Pat
     done = dist(fork, out / "src.tar.gz", "upstream@master~1")  # the patched script is not there yet
     assert done.returncode == 2 and f"{PATCH_NAME} is missing-file" in done.stderr, done.stderr
     assert sorted(p.name for p in out.iterdir()) == ["SHA256SUMS"] and (out / "SHA256SUMS").read_bytes() == before
+
+
+def test_a_submodule_is_refused_before_anything_is_written(tmp_path: Path, stand_in: Upstream) -> None:
+    from patchkit.errors import PatchkitError
+    from patchkit.export.tarball import write_tar
+
+    repo = tmp_path / "with-submodule"
+    git(tmp_path, "clone", "-q", str(stand_in.path), str(repo))
+    git(repo, "update-index", "--add", "--cacheinfo", f"160000,{stand_in.head},vendor/lib")
+    git(repo, "commit", "-q", "-m", "vendor a library as a submodule")
+    out = io.BytesIO()
+    with pytest.raises(PatchkitError, match="submodule at 'vendor/lib'"):
+        write_tar(out, "gzip", repo, git(repo, "rev-parse", "HEAD^{tree}"), "top", 0, {})
+    assert out.getvalue() == b""
