@@ -1,0 +1,135 @@
+"""`patchkit export` as users run it: the report, stable bytes, OUT whole or untouched, refusals."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import PATCH_NAME, apply, assert_matches_schema, git_identity, run_cli, seed_patch_path, write_project
+from export_helpers import checkout, git_am
+from patchkit import git
+
+
+def files_of(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def leftovers(folder: Path) -> list[str]:
+    """Temporary folders an export left beside OUT."""
+    return [p.name for p in folder.parent.iterdir() if ".patchkit-" in p.name]
+
+
+@pytest.fixture
+def locked(project):
+    """The fork with the queue locked at master (every hunk an offset)."""
+    assert apply(project, "master", update_lock=True).exit_code == 0
+    return project
+
+
+def test_json_report_and_the_same_bytes_every_time(locked, tmp_path):
+    first, second = tmp_path / "one", tmp_path / "two"
+    proc = run_cli("export", "debian", str(first), "--no-fetch", "--json", str(tmp_path / "export.json"),
+                   cwd=locked.root)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads((tmp_path / "export.json").read_text())
+    assert_matches_schema(report)
+    lock = locked.lock()
+    assert (report["format"], report["out"], report["upstream_commit"]) == ("debian", str(first), lock.upstream_commit)
+    assert report["tree"] == lock.tree
+    assert [p["name"] for p in report["patches"]] == [PATCH_NAME]
+    assert report["patches"][0]["file"] == f"patches/{PATCH_NAME}"
+    written = files_of(first)
+    assert {f["path"]: f["sha256"] for f in report["files"]} == {
+        path: hashlib.sha256(data).hexdigest() for path, data in written.items()}
+    assert f"llama.cpp {report['version']}" in proc.stdout
+    assert run_cli("export", "debian", str(second), "--no-fetch", cwd=locked.root).returncode == 0
+    assert files_of(second) == written
+    assert run_cli("export", "debian", str(first), "--force", "--no-fetch", cwd=locked.root).returncode == 0
+    assert files_of(first) == written and leftovers(first) == []
+
+
+def test_a_folder_with_files_is_replaced_only_with_force(locked, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "stale.patch").write_text("old\n")
+    proc = run_cli("export", "quilt", str(out), "--no-fetch", cwd=locked.root)
+    assert proc.returncode == 2 and f"{out} is not empty" in proc.stderr and "--force" in proc.stderr
+    assert files_of(out) == {"stale.patch": b"old\n"}
+    proc = run_cli("export", "quilt", str(out), "--no-fetch", "--force", cwd=locked.root)
+    assert proc.returncode == 0, proc.stderr
+    assert set(files_of(out)) == {PATCH_NAME, "series"}
+
+
+def test_never_a_folder_that_holds_the_project(locked):
+    proc = run_cli("export", "quilt", str(locked.root), "--force", "--no-fetch", cwd=locked.root)
+    assert proc.returncode == 2 and "holds" in proc.stderr
+    assert (locked.root / "patchkit.yaml").is_file()
+
+
+def test_without_a_lock_the_locked_commit_is_refused(project, tmp_path):
+    proc = run_cli("export", "nix", str(tmp_path / "out"), cwd=project.root)
+    assert proc.returncode == 2 and "no locked commit" in proc.stderr and "--at" in proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_patch_that_needs_fuzz_is_refused_and_out_is_left_as_it_was(project, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep").write_text("mine\n")
+    proc = run_cli("export", "debian", str(out), "--at", "upstream@scenario/members-added", "--force",
+                   cwd=project.root)
+    assert proc.returncode == 2
+    assert f"{PATCH_NAME} needs fuzz (tools/server/server-context.cpp hunk 1 is fuzzed" in proc.stderr
+    assert "fuzz 0" in proc.stderr
+    assert files_of(out) == {"keep": b"mine\n"} and leftovers(out) == []
+
+
+def binary_patch(tmp_path: Path, upstream: Path) -> Path:
+    """A patch adding a binary file on top of master (and of the seed patch, which does not touch it)."""
+    work = tmp_path / "binary-work"
+    git.run(["clone", "--quiet", str(upstream), str(work)])
+    (work / "models").mkdir()
+    (work / "models" / "vocab.bin").write_bytes(bytes(range(256)) * 4)
+    git.run(["add", "-A"], cwd=work)
+    git.run(["commit", "--quiet", "-m", "models : add a test vocabulary"], cwd=work, env=git_identity())
+    patch = tmp_path / "add-vocab.patch"
+    patch.write_text(git.run(["format-patch", "-1", "--stdout", "--binary", "--full-index"], cwd=work) + "\n")
+    return patch
+
+
+def test_a_binary_patch_is_refused_for_debian_and_exported_as_mbox(tmp_path, upstream):
+    fork = write_project(tmp_path / "fork", str(upstream.path), [seed_patch_path(), binary_patch(tmp_path, upstream.path)])
+    out = tmp_path / "out"
+    proc = run_cli("export", "debian", str(out), "--at", "upstream@master", cwd=fork)
+    assert proc.returncode == 2 and "cannot export add-vocab.patch as debian: a binary patch" in proc.stderr
+    assert not out.exists() and leftovers(out) == []
+    proc = run_cli("export", "mbox", str(out), "--at", "upstream@master", "--json", "-", cwd=fork)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    work = checkout(upstream.path, report["upstream_commit"], tmp_path / "src")
+    assert git_am(work, out / "patches.mbox")[-1] == report["tree"]
+    assert (work / "models" / "vocab.bin").read_bytes() == bytes(range(256)) * 4
+
+
+def test_rpm_and_arch_refuse_patches_in_subfolders(tmp_path, upstream):
+    fork = write_project(tmp_path / "fork", str(upstream.path), [])
+    (fork / "patches" / "server").mkdir()
+    shutil.copy(seed_patch_path(), fork / "patches" / "server" / PATCH_NAME)
+    (fork / "patches" / "series").write_text(f"server/{PATCH_NAME}\n")
+    for fmt in ("rpm", "arch"):
+        proc = run_cli("export", fmt, str(tmp_path / fmt), "--at", "upstream@master", cwd=fork)
+        assert proc.returncode == 2 and f"{fmt} cannot carry patches in subfolders: server/{PATCH_NAME}" in proc.stderr
+    proc = run_cli("export", "nix", str(tmp_path / "nix"), "--at", "upstream@master", cwd=fork)
+    assert proc.returncode == 0, proc.stderr
+    assert f"  ./server/{PATCH_NAME}\n" in (tmp_path / "nix" / "patches.nix").read_text()
+    assert (tmp_path / "nix" / "server" / PATCH_NAME).is_file()
+
+
+def test_an_unknown_format_is_a_usage_error(project, tmp_path):
+    proc = run_cli("export", "deb", str(tmp_path / "out"), cwd=project.root)
+    assert proc.returncode == 2 and "deb" in proc.stderr
+    assert not (tmp_path / "out").exists()
