@@ -90,7 +90,8 @@ def _by_id(project: Project, spec: str) -> str:
     lock = project.lock()
     if lock is None:
         raise PatchkitError(f"{project.lock_path} does not exist, so there is no locked commit",
-                            "run `patchkit apply upstream@HEAD --update-lock`, or name an upstream commit")
+                            "run `patchkit apply upstream@HEAD --update-lock`, or name an upstream commit "
+                            "(`export --at upstream@REF`, `dist upstream@REF`)")
     return f"upstream@{lock.upstream_commit}"
 
 
@@ -98,10 +99,10 @@ def _require_good(report: ApplyReport) -> None:
     for result in report.patches:
         if result.verdict is not Verdict.FUZZED and result.good:
             continue
-        raise PatchkitError(f"cannot export at {report.upstream_commit[:12]}: {_what_failed(result)}",
-                            "exports carry only patches that apply as they are; fix or refresh it first")
+        raise PatchkitError(f"cannot package the queue at {report.upstream_commit[:12]}: {_what_failed(result)}",
+                            "exports and tarballs carry only patches that apply as they are; fix or refresh it first")
     if report.checks is not None and not report.checks.passed:
-        raise PatchkitError(f"cannot export at {report.upstream_commit[:12]}: the site checks fail there",
+        raise PatchkitError(f"cannot package the queue at {report.upstream_commit[:12]}: the site checks fail there",
                             "run `patchkit check` on the applied tree to see which")
 
 
