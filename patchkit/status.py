@@ -5,8 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from patchkit.errors import PatchkitError
+from patchkit.export.version import build_number, queue_version
 from patchkit.project import Lock, Project
 from patchkit.queue import Queue
+from patchkit.upstream import Mirror
 
 
 @dataclass(frozen=True)
@@ -27,6 +30,8 @@ class QueueStatus:
     patches: tuple[PatchStatus, ...]
     lock: Lock | None
     last_run: dict[str, Any] | None  # ref, commit, branch of the last apply
+    version: str | None  # this queue's version at the locked commit, as dist and export give it
+    version_note: str | None  # why there is no version although there is a lock
 
     @classmethod
     def gather(cls, project: Project, queue: Queue) -> QueueStatus:
@@ -39,4 +44,21 @@ class QueueStatus:
                         bool(lock and lock.patches.get(p.name) == p.sha256), verdicts.get(p.name))
             for p in queue.patches)
         last_run = ({k: last[k] for k in ("ref", "upstream_commit", "branch", "tip")} if last else None)
-        return cls(project.upstream_url, project.upstream_branch, patches, lock, last_run)
+        version, note = _locked_version(project, queue, lock)
+        return cls(project.upstream_url, project.upstream_branch, patches, lock, last_run, version, note)
+
+
+def _locked_version(project: Project, queue: Queue, lock: Lock | None) -> tuple[str | None, str | None]:
+    """The version at the locked commit, counted in the mirror as it is (status never fetches):
+    (version, None), or (None, why not) when the mirror lacks the commit; nothing without a lock."""
+    if lock is None:
+        return None, None
+    mirror = Mirror.open(project)
+    if not mirror.exists:
+        return None, f"no version: there is no mirror of {mirror.url} yet; run `patchkit apply upstream@locked`"
+    try:
+        build = build_number(mirror, lock.upstream_commit)
+    except PatchkitError:
+        return None, (f"no version: the locked commit {lock.upstream_commit[:12]} is not in the mirror; "
+                      "run `patchkit apply upstream@locked`")
+    return queue_version(build, ((p.name, p.sha256) for p in queue.patches)), None

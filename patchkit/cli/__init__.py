@@ -12,6 +12,7 @@ from patchkit.cli import build as _build  # noqa: F401
 from patchkit.cli import check as _check  # noqa: F401
 from patchkit.cli import ci as _ci  # noqa: F401
 from patchkit.cli import demo as _demo  # noqa: F401
+from patchkit.cli import dist as _dist  # noqa: F401
 from patchkit.cli import export as _export  # noqa: F401
 from patchkit.cli import importing as _importing  # noqa: F401
 from patchkit.cli import nightly as _nightly  # noqa: F401

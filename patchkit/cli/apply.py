@@ -83,10 +83,9 @@ def status_command(json_out: Optional[str] = JsonOpt) -> None:
     """Show the queue, the files each patch touches, the locked base and the last result."""
     from patchkit.project import Project
     from patchkit.queue import Queue
-    from patchkit.report import to_json
-    from patchkit.report.status import render_terminal
+    from patchkit.report.status import render_terminal, to_json
     from patchkit.status import QueueStatus
 
     project = Project.find()
     status = QueueStatus.gather(project, Queue.load(project))
-    emit({json_out: lambda: to_json("status", status)}, lambda: render_terminal(status, console()))
+    emit({json_out: lambda: to_json(status)}, lambda: render_terminal(status, console()))

@@ -25,6 +25,10 @@ from patchkit.workflow import ApplyOptions, ApplyReport, Hooks, run_apply
 
 
 _FUZZ = 2  # GNU patch's default
+# git's own short ids grow with the repository's object count, so a mirror fetched later (or on
+# another machine) would give another one for the same commit: a fixed length keeps exports and
+# tarballs the same bytes.
+_SHORT = 8
 
 
 @dataclass(frozen=True)
@@ -42,7 +46,7 @@ class PatchedQueue:
     upstream_commit: str
     commit_time: int  # the upstream commit's committer date, seconds since the epoch
     build_number: int  # LLAMA_BUILD_NUMBER
-    build_commit: str  # LLAMA_BUILD_COMMIT: the short id llama.cpp's own build would use
+    build_commit: str  # LLAMA_BUILD_COMMIT: the upstream commit's first _SHORT hex digits
     version: str  # b<N>+pk<count>.<hash> (patchkit.export.version)
     tip: str  # the patched commit
     tree: str  # its tree
@@ -70,7 +74,7 @@ def patched_queue(project: Project, spec: str = "upstream@locked", upstream: str
     return PatchedQueue(
         report.upstream_url, report.upstream_commit,
         int(_show(mirror, report.upstream_commit, "%ct")), build,
-        _show(mirror, report.upstream_commit, "%h"),
+        report.upstream_commit[:_SHORT],
         queue_version(build, ((p.name, p.sha256) for p in queue.patches)),
         report.tip, report.tree, patches, mirror)
 
@@ -86,7 +90,8 @@ def _by_id(project: Project, spec: str) -> str:
     lock = project.lock()
     if lock is None:
         raise PatchkitError(f"{project.lock_path} does not exist, so there is no locked commit",
-                            "run `patchkit apply upstream@HEAD --update-lock`, or name a commit with --at")
+                            "run `patchkit apply upstream@HEAD --update-lock`, or name an upstream commit "
+                            "(`export --at upstream@REF`, `dist upstream@REF`)")
     return f"upstream@{lock.upstream_commit}"
 
 
@@ -94,10 +99,10 @@ def _require_good(report: ApplyReport) -> None:
     for result in report.patches:
         if result.verdict is not Verdict.FUZZED and result.good:
             continue
-        raise PatchkitError(f"cannot export at {report.upstream_commit[:12]}: {_what_failed(result)}",
-                            "exports carry only patches that apply as they are; fix or refresh it first")
+        raise PatchkitError(f"cannot package the queue at {report.upstream_commit[:12]}: {_what_failed(result)}",
+                            "exports and tarballs carry only patches that apply as they are; fix or refresh it first")
     if report.checks is not None and not report.checks.passed:
-        raise PatchkitError(f"cannot export at {report.upstream_commit[:12]}: the site checks fail there",
+        raise PatchkitError(f"cannot package the queue at {report.upstream_commit[:12]}: the site checks fail there",
                             "run `patchkit check` on the applied tree to see which")
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from patchkit.report import plain
+from patchkit.report import to_json as envelope
 from patchkit.status import QueueStatus
 
 
@@ -21,7 +23,21 @@ def render_terminal(status: QueueStatus, console) -> None:
                       f"patchkit {status.lock.tool_version})", markup=False)
     else:
         console.print("locked base: none (run `patchkit apply --update-lock`)", markup=False)
+    if status.version:
+        console.print(f"version at the locked base: {status.version}", markup=False)
+    elif status.version_note:
+        console.print(status.version_note, markup=False)
     if status.last_run:
         r = status.last_run
         console.print(f"last apply: {r['ref']} at {r['upstream_commit'][:12]} -> {r['branch']} "
                       f"({r['tip'][:12]})", markup=False)
+
+
+def to_json(status: QueueStatus) -> str:
+    """`version` and `version_note` are left out when they have no value, as a consumer of the
+    version expects either the string or no key at all."""
+    data = plain(status)
+    for key in ("version", "version_note"):
+        if data[key] is None:
+            del data[key]
+    return envelope("status", data)
