@@ -16,6 +16,12 @@ from patchkit.errors import PatchkitError
 UPSTREAM_REF = "refs/patchkit/upstream"
 
 
+def short_commit(commit: str) -> str:
+    """LLAMA_BUILD_COMMIT for a full commit id: a fixed length, not git's `--short`, which grows
+    as a repository gains objects and would make the same commit's build differ between machines."""
+    return commit[:8]
+
+
 def build_info(tree: Path, fallback_commit: str | None = None) -> dict[str, str]:
     """The -D values for the tree's upstream commit: from UPSTREAM_REF, else FALLBACK_COMMIT
     (the lock's); only the commit when its history is not in the tree; nothing when unknown."""
@@ -25,10 +31,10 @@ def build_info(tree: Path, fallback_commit: str | None = None) -> dict[str, str]
         return {}
     git.validate_ref(commit, "upstream commit")
     number = _git(tree, ["rev-list", "--count", commit, "--"])
-    short = _git(tree, ["rev-parse", "--short", f"{commit}^{{commit}}"])
-    if number and short:
-        return {"LLAMA_BUILD_NUMBER": number, "LLAMA_BUILD_COMMIT": short}
-    return {"LLAMA_BUILD_COMMIT": commit[:7]}
+    full = _git(tree, ["rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}"])
+    if number and full:
+        return {"LLAMA_BUILD_NUMBER": number, "LLAMA_BUILD_COMMIT": short_commit(full)}
+    return {"LLAMA_BUILD_COMMIT": short_commit(commit)}
 
 
 def _git(tree: Path, args: list[str]) -> str | None:

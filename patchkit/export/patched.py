@@ -15,6 +15,7 @@ from pathlib import Path
 
 from patchkit import git
 from patchkit.apply import PatchResult, Verdict
+from patchkit.backends.version import short_commit
 from patchkit.errors import PatchkitError
 from patchkit.export.version import build_number, queue_version
 from patchkit.nightly.refresh import format_patch
@@ -23,12 +24,7 @@ from patchkit.queue import Patch, Queue
 from patchkit.upstream import Mirror, parse_spec
 from patchkit.workflow import ApplyOptions, ApplyReport, Hooks, run_apply
 
-
 _FUZZ = 2  # GNU patch's default
-# git's own short ids grow with the repository's object count, so a mirror fetched later (or on
-# another machine) would give another one for the same commit: a fixed length keeps exports and
-# tarballs the same bytes.
-_SHORT = 8
 
 
 @dataclass(frozen=True)
@@ -46,7 +42,7 @@ class PatchedQueue:
     upstream_commit: str
     commit_time: int  # the upstream commit's committer date, seconds since the epoch
     build_number: int  # LLAMA_BUILD_NUMBER
-    build_commit: str  # LLAMA_BUILD_COMMIT: the upstream commit's first _SHORT hex digits
+    build_commit: str  # LLAMA_BUILD_COMMIT (patchkit.backends.version.short_commit)
     version: str  # b<N>+pk<count>.<hash> (patchkit.export.version)
     tip: str  # the patched commit
     tree: str  # its tree
@@ -74,7 +70,7 @@ def patched_queue(project: Project, spec: str = "upstream@locked", upstream: str
     return PatchedQueue(
         report.upstream_url, report.upstream_commit,
         int(_show(mirror, report.upstream_commit, "%ct")), build,
-        report.upstream_commit[:_SHORT],
+        short_commit(report.upstream_commit),
         queue_version(build, ((p.name, p.sha256) for p in queue.patches)),
         report.tip, report.tree, patches, mirror)
 

@@ -24,7 +24,7 @@ def test_from_the_lock_when_there_is_no_ref(tmp_path: Path) -> None:
 
 
 def test_lock_commit_outside_the_tree_gives_the_commit_only(tmp_path: Path) -> None:
-    assert build_info(tmp_path, fallback_commit="a" * 40) == {"LLAMA_BUILD_COMMIT": "aaaaaaa"}
+    assert build_info(tmp_path, fallback_commit="a" * 40) == {"LLAMA_BUILD_COMMIT": "aaaaaaaa"}
 
 
 def test_unknown_means_nothing_is_passed(tmp_path: Path) -> None:
