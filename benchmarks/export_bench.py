@@ -1,0 +1,74 @@
+"""Wall time of `patchkit export` and `patchkit dist` against doing the same by hand with git.
+
+On the apply benchmark's upstream (~1,500 files, 40 patches, every hunk offset), locked and with a
+warm mirror, times as whole commands in fresh processes:
+  patchkit export quilt OUT          vs  git clone + git am -3          (the apply both stand on)
+  patchkit dist -o FILE.tar.gz       vs  git clone + git am -3 + git archive --format=tar.gz
+and, for the packager's side, `quilt push -a --fuzz=0` of the export on a fresh clone.
+Prints the medians and the ratios. Usage: python benchmarks/export_bench.py [--runs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+from apply_bench import timed  # the same timing, in fresh processes
+
+from patchkit.fixture import build_bulk_upstream
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--files", type=int, default=1500)
+    parser.add_argument("--patches", type=int, default=40)
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="patchkit-bench-") as tmp:
+        root = Path(tmp)
+        upstream = root / "upstream"
+        patches = build_bulk_upstream(upstream, args.files, args.patches)
+        fork = root / "fork"
+        fork.mkdir()
+        (fork / "patchkit.yaml").write_text(
+            f"upstream:\n  url: {upstream}\n  branch: master\n"
+            f"patches: {patches[0].parent}\ncache: {root / 'cache'}\n")
+        patchkit = [sys.executable, "-m", "patchkit", "-q"]
+        timed([[*patchkit, "apply", "upstream@HEAD", "-o", str(root / "applied"), "--update-lock"]], fork)
+
+        export_dir, tree, tarball = root / "export", root / "tree", root / "dist" / "llama.cpp.tar.gz"
+        clone = ["git", "clone", "--quiet", str(upstream), str(tree)]
+        git_am = [clone, ["git", "-C", str(tree), "am", "-3", "--quiet", *map(str, patches)]]
+        commands = {
+            "patchkit export quilt": [[*patchkit, "export", "quilt", str(export_dir), "--force", "--no-fetch"]],
+            "git clone + git am -3": git_am,
+            "patchkit dist (.tar.gz)": [[*patchkit, "dist", "-o", str(tarball), "--no-fetch"]],
+            "... + git archive (.tar.gz)": [*git_am, ["git", "-C", str(tree), "archive", "--format=tar.gz",
+                                                      "-o", str(root / "archive.tar.gz"), "HEAD"]],
+            # quilt has no -C: coreutils' env changes into the clone for it
+            "git clone + quilt push -a": [clone, ["env", "-C", str(tree), f"QUILT_PATCHES={export_dir}",
+                                                  "quilt", "push", "-a", "--fuzz=0", "--quiet"]],
+        }
+        results: dict[str, list[float]] = {name: [] for name in commands}
+        for _ in range(args.runs):
+            for name, steps in commands.items():
+                shutil.rmtree(tree, ignore_errors=True)
+                results[name].append(timed(steps, fork))
+
+    print(f"upstream: {args.files} files; queue: {len(patches)} patches, every hunk offset; "
+          f"{args.runs} runs each, median wall time")
+    medians = {name: statistics.median(times) for name, times in results.items()}
+    for name, median in medians.items():
+        print(f"  {name:28s} {median:7.3f} s")
+    print(f"ratio export / git am -3:            {medians['patchkit export quilt'] / medians['git clone + git am -3']:.2f}x")
+    print(f"ratio dist / git am -3 + git archive: "
+          f"{medians['patchkit dist (.tar.gz)'] / medians['... + git archive (.tar.gz)']:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
