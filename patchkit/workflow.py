@@ -33,6 +33,11 @@ class ApplyOptions:
     build: tuple[str, ...] = ()
     smoke: bool = False  # after a good build, the runtime smoke test with the first backend's recipe
     record: bool = True  # keep 3-way bases and the last report (verify's scratch run does not)
+    checkout: bool = True  # False: the result is only in the mirror's objects (runs that read them there)
+
+    def __post_init__(self) -> None:
+        if (self.build or self.smoke) and not self.checkout:
+            raise ValueError("builds and the smoke test need a checked-out tree")
 
 
 @dataclass(frozen=True)
@@ -41,7 +46,7 @@ class ApplyReport:
     ref: str
     upstream_commit: str
     branch: str
-    output: Path
+    output: Path | None  # None: nothing checked out (ApplyOptions.checkout)
     tip: str  # the branch's commit (the upstream commit when nothing applied)
     tree: str
     patches: tuple[PatchResult, ...]
@@ -84,8 +89,8 @@ def run_apply(project: Project, options: ApplyOptions, hooks: Hooks = Hooks()) -
         require_platform()
     recipes = _recipes(project, options.build) if options.build else []
     mirror = Mirror.open(project, options.upstream)
-    output = check_output((options.output or project.output_dir).resolve(), project.root.resolve(),
-                          options.force)
+    output = (check_output((options.output or project.output_dir).resolve(), project.root.resolve(), options.force)
+              if options.checkout else None)
     warnings: list[str] = []
 
     def warn(message: str) -> None:
@@ -113,19 +118,20 @@ def run_apply(project: Project, options: ApplyOptions, hooks: Hooks = Hooks()) -
             results = tuple(replace(a.result, commit=ids.get(a.patch.name)) for a in applied)
             tip = ids[committed[-1].patch.name] if committed else revision.commit
             checks = _run_checks(project, [a.patch for a in committed], reader, tip) if options.check else None
-        materialise(output, mirror, revision, result_ref, tip, warn)
+        if output:
+            materialise(output, mirror, revision, result_ref, tip, warn)
         tree = git.run(["rev-parse", f"{tip}^{{tree}}"], cwd=mirror.path)
         for r in results:
             if r.verdict is Verdict.FUZZED:
                 warn(f"{r.name} was placed with fuzz: review it, then refresh the patch")
         report = ApplyReport(mirror.url, revision.ref, revision.commit, revision.branch_name,
-                             output.path, tip, tree, results, checks)
+                             output.path if output else None, tip, tree, results, checks)
         if options.build and report.passed:
-            report = replace(report, builds=_run_builds(output.path, recipes, report.upstream_commit, hooks))
+            report = replace(report, builds=_run_builds(report.output, recipes, report.upstream_commit, hooks))
             if options.smoke and report.passed:
                 from patchkit.smoke.run import run_smoke
 
-                report = replace(report, smoke=run_smoke(output.path, rules or [], recipes[0],
+                report = replace(report, smoke=run_smoke(report.output, rules or [], recipes[0],
                                                          upstream_commit=report.upstream_commit,
                                                          progress=hooks.progress,
                                                          build_progress=hooks.build_progress))

@@ -4,7 +4,6 @@ locked commit and refreshed in memory must give the committed patches and lock, 
 from __future__ import annotations
 
 import difflib
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,7 +41,7 @@ class LockDrift:
 class VerifyReport:
     upstream_url: str
     upstream_commit: str  # the locked commit
-    apply: ApplyReport  # the queue at the locked commit (checked out in a scratch folder, removed)
+    apply: ApplyReport  # the queue at the locked commit (its result read in the mirror, never checked out)
     refreshed: tuple[Refreshed, ...]  # empty when a patch did not apply there
     files: tuple[FileDrift, ...]  # the patch files a refresh would change
     lock: tuple[LockDrift, ...]  # the lock fields a refresh would change (never the tool version)
@@ -76,9 +75,8 @@ def verify_queue(project: Project, lock: Lock, options: VerifyOptions, hooks: Ho
                         *(options.output_dir / _relative(project, p.path) for p in Queue.load(project).patches))
     # By id, not `upstream@locked`: that one only resolves when --upstream names the lock's URL.
     spec = f"upstream@{lock.upstream_commit}"
-    with tempfile.TemporaryDirectory(prefix="patchkit-verify-") as scratch:
-        applied = run_apply(project, ApplyOptions(spec=spec, upstream=options.upstream, fetch=options.fetch,
-                                                  output=Path(scratch) / "llama.cpp", record=False), hooks)
+    applied = run_apply(project, ApplyOptions(spec=spec, upstream=options.upstream, fetch=options.fetch,
+                                              record=False, checkout=False), hooks)
     refreshed: tuple[Refreshed, ...] = ()
     files: list[FileDrift] = []
     lock_drift: list[LockDrift] = []

@@ -44,7 +44,7 @@ def _noteworthy(p: PatchResult) -> list[HunkVerdict]:
 def summary_line(report) -> str:
     good = sum(p.good for p in report.patches)
     text = (f"{good}/{len(report.patches)} patches applied to {report.upstream_commit[:12]} "
-            f"({report.ref}) on branch {report.branch} in {report.output}")
+            f"({report.ref}) on branch {report.branch}" + (f" in {report.output}" if report.output else ""))
     if report.checks is not None:
         text += "; checks " + ("passed" if report.checks.passed else "FAILED")
     return text

@@ -37,7 +37,7 @@ def test_a_fresh_queue_passes(project, tmp_path):
     assert {p: p.read_bytes() for p in before} == before
     assert (out / "patches" / NAME).read_bytes() == before[project.patches_dir / NAME]
     assert (out / "patchkit.lock").read_bytes() == before[project.lock_path]
-    assert not project.output_dir.exists()  # applied in a scratch folder, never ./llama.cpp
+    assert not project.output_dir.exists()  # never checked out, least of all in ./llama.cpp
 
 
 def test_a_stale_queue_fails_with_the_diff_and_the_regenerated_files(project, tmp_path):
