@@ -33,22 +33,32 @@ def timed(commands: list[list[str]], cwd: Path) -> float:
     return time.perf_counter() - start
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def bulk_arguments(doc: str) -> argparse.Namespace:
+    """--runs, --files, --patches: the options every benchmark on the bulk upstream takes."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--files", type=int, default=1500)
     parser.add_argument("--patches", type=int, default=40)
-    args = parser.parse_args()
+    return parser.parse_args()
 
+
+def bulk_fork(root: Path, files: int, patches: int) -> tuple[Path, list[Path], Path]:
+    """The bulk upstream, its queue, and a fork carrying that queue: (upstream, patches, fork)."""
+    upstream = root / "upstream"
+    queue = build_bulk_upstream(upstream, files, patches)
+    fork = root / "fork"
+    fork.mkdir()
+    (fork / "patchkit.yaml").write_text(
+        f"upstream:\n  url: {upstream}\n  branch: master\n"
+        f"patches: {queue[0].parent}\ncache: {root / 'cache'}\n")
+    return upstream, queue, fork
+
+
+def main() -> None:
+    args = bulk_arguments(__doc__)
     with tempfile.TemporaryDirectory(prefix="patchkit-bench-") as tmp:
         root = Path(tmp)
-        upstream = root / "upstream"
-        patches = build_bulk_upstream(upstream, args.files, args.patches)
-        fork = root / "fork"
-        fork.mkdir()
-        (fork / "patchkit.yaml").write_text(
-            f"upstream:\n  url: {upstream}\n  branch: master\n"
-            f"patches: {patches[0].parent}\ncache: {root / 'cache'}\n")
+        upstream, patches, fork = bulk_fork(root, args.files, args.patches)
         out = root / "out"
         patchkit = [sys.executable, "-m", "patchkit", "-q", "apply", "upstream@HEAD", "-o", str(out)]
         git_am = [["git", "clone", "--quiet", str(upstream), str(out)],

@@ -10,34 +10,20 @@ Prints the medians and the ratios. Usage: python benchmarks/export_bench.py [--r
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import statistics
 import sys
 import tempfile
 from pathlib import Path
 
-from apply_bench import timed  # the same timing, in fresh processes
-
-from patchkit.fixture import build_bulk_upstream
+from apply_bench import bulk_arguments, bulk_fork, timed  # the same set-up and timing
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--files", type=int, default=1500)
-    parser.add_argument("--patches", type=int, default=40)
-    args = parser.parse_args()
-
+    args = bulk_arguments(__doc__)
     with tempfile.TemporaryDirectory(prefix="patchkit-bench-") as tmp:
         root = Path(tmp)
-        upstream = root / "upstream"
-        patches = build_bulk_upstream(upstream, args.files, args.patches)
-        fork = root / "fork"
-        fork.mkdir()
-        (fork / "patchkit.yaml").write_text(
-            f"upstream:\n  url: {upstream}\n  branch: master\n"
-            f"patches: {patches[0].parent}\ncache: {root / 'cache'}\n")
+        upstream, patches, fork = bulk_fork(root, args.files, args.patches)
         patchkit = [sys.executable, "-m", "patchkit", "-q"]
         timed([[*patchkit, "apply", "upstream@HEAD", "-o", str(root / "applied"), "--update-lock"]], fork)
 
@@ -52,7 +38,7 @@ def main() -> None:
                                                       "-o", str(root / "archive.tar.gz"), "HEAD"]],
             # quilt has no -C: coreutils' env changes into the clone for it
             "git clone + quilt push -a": [clone, ["env", "-C", str(tree), f"QUILT_PATCHES={export_dir}",
-                                                  "quilt", "push", "-a", "--fuzz=0", "--quiet"]],
+                                                  "quilt", "push", "-a", "--fuzz=0", "-q"]],
         }
         results: dict[str, list[float]] = {name: [] for name in commands}
         for _ in range(args.runs):
