@@ -18,8 +18,9 @@ lines are normalised the same way, and each hunk is placed where its pre-image m
   The section after `@@` runs into the body: it must be (the start of) an upstream line above
   the hunk. Where several segmentations fit, the one with the fewest doubtful lines wins: a
   bare marker read as a blank line (`- foo` is rather the removed line `foo`) and an added line
-  cut where C-like code does not end a line (not at `;`, `{`, `}`, `)`, `,`, `:`, a backslash,
-  nor a comment or preprocessor line) are doubtful. A blank context line goes after a change's
+  that does not end like a C statement or block (`;`, `{`, a lone `}`, `,`, `:`, a backslash)
+  are doubtful. Reading a ` + ` of code as a marker cuts a piece that ends in an operand, always
+  doubtful, so a wrong reading can at best tie with the right one, and ties are refused. A blank context line goes after a change's
   added lines (git keeps `-` and `+` together), and of placements differing only in blank
   lines the one with balanced leading and trailing context is kept. What is still tied is
   refused as ambiguous.
@@ -48,8 +49,10 @@ from dataclasses import dataclass
 
 from patchkit.errors import PatchkitError
 
-_LINE_END = re.compile(r"[;{}),:\\]$")
-_WHOLE_LINE = re.compile(r"(//|/\*|\*|#)")  # comments and preprocessor lines end anywhere
+# Where a line of code ends, and what never comes right before a ` + ` inside a line: so a
+# segmentation that reads an operator as a marker always pays for the piece cut before it. Not
+# `)`, `]`, a word, nor a comment's or directive's end: `f(a) + 1`, `// n + 1`, `*p + 1` do.
+_LINE_END = re.compile(r"(?:[;{,:\\]|(?:^|\s)\})$")
 MBOX_LINE = "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001"
 _TAG = re.compile(r"<[A-Za-z/!?][^>]*>")  # what an HTML parser takes for a tag
 _HUNK_HEADER = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
@@ -300,9 +303,15 @@ def _place(body: str, counts: tuple[int, int], norms: list[str], where: str) -> 
         raise RepairRefused(f"{where}: its context matches upstream at several places (lines {lines})",
                             "add context to the hunk or repair it by hand")
     if len(found) > 1:
+        readings = " or ".join(_reading(p) for p in found[:2])
         raise RepairRefused(f"{where}: at line {found[0].start + 1} its text splits into lines in "
-                            "several ways", "repair this hunk by hand")
+                            f"several ways: {readings}", "repair this hunk by hand")
     return found[0]
+
+
+def _reading(hunk: _Placed) -> str:
+    """A segmentation as the refusal shows it: its changed lines, each with its marker."""
+    return repr(" / ".join(f"{i.kind}{i.given}" for i in hunk.items if i.kind != " "))
 
 
 def _norm(text: str) -> str:
@@ -460,12 +469,12 @@ def _cheapest(options: list[tuple[_Item, _Ways]]) -> _Ways:
 
 def _cost(item: _Item) -> int:
     """How unlikely ITEM is as a line of its own: a bare marker read as a blank line, or an added
-    line cut where C-like code does not end a line (`+ return n + 1;` is one line, not `return
-    n` and `1;`)."""
+    line that does not end like a statement (`+ return n + 1;` is one line, not `return n` and
+    `1;`)."""
     if item.kind != " " and not item.given:
         return 1
     if item.kind == "+":
-        return not (_LINE_END.search(item.text) or _WHOLE_LINE.match(item.text))
+        return not _LINE_END.search(item.text)
     return 0
 
 

@@ -338,4 +338,23 @@ def test_added_lines_that_split_in_several_ways_are_refused(tmp_path):
     with pytest.raises(RepairRefused) as refused:
         repair(web, reader({"notes.txt": before.encode()}), author=MIKE)
 
-    assert refused.value.message == "hunk 1 (notes.txt): at line 1 its text splits into lines in several ways"
+    assert refused.value.message == ("hunk 1 (notes.txt): at line 1 its text splits into lines in several "
+                                     "ways: '+one / +two +three' or '+one + two / +three'")
+
+
+@pytest.mark.parametrize(("path", "added"), [
+    ("src/count.c", "\tbool ok = n &&\n\t\tnext(n) + 1 > 0;\n"),  # a condition continued
+    ("src/count.c", "\t*out = n + 1;\n\tok = n &&\n\t\tdone;\n"),  # `*p` is no comment
+    ("src/count.c", "\t// next = n + 1;\n\tok = n &&\n\t\tdone;\n"),  # a comment may hold ` + `
+    ("src/count.py", "\ttotal = f(n) + 1\n\tcount = g(n)\n"),  # no `;` to go by
+])
+def test_an_operator_read_as_a_marker_is_refused_not_chosen(tmp_path, path, added):
+    """A ` + ` of code read as a marker makes code the patch never had (`total = f(n)` and `1 +
+    count = g(n)`); where the stream also reads right, the hunk is refused, never guessed."""
+    before = SMALL_BEFORE.replace("\tint total = 0; \n", "\tint total = 0;\n")
+    after = before.replace("\tint total = 0;\n", f"\tint total = 0;\n{added}")
+    web = web_copy(format_patch(tmp_path, path, before, after))
+
+    with pytest.raises(RepairRefused, match=rf"^hunk 1 \({path}\): at line \d+ its text splits into lines "
+                                            r"in several ways: '\+"):
+        repair(web, reader({path: before.encode()}), author=MIKE)
