@@ -42,6 +42,15 @@ def test_an_mbox_splits_on_its_from_lines_only():
     assert [p.count("\ndiff --git ") for p in parts] == [1, 1, 1]
 
 
+def test_a_body_paragraph_starting_with_from_is_no_message():
+    """"From the docs:" then "Note: ..." in a message is text; a message needs a header with From:."""
+    quoted = message(1, "Why:\n\nFrom the docs:\nNote: flags combine.\n\n")
+    assert sources.split_mbox(quoted) == [quoted]
+
+    archived = message(2).replace(f"From {2:040x} Mon Sep 17 00:00:00 2001", "From ada@example.org")
+    assert len(sources.split_mbox(quoted + archived)) == 2  # a sender for a postmark, then a header
+
+
 def test_a_cover_letter_is_left_out_with_a_warning(tmp_path):
     cover = ("From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\nFrom: Ada <ada@example.org>\n"
              "Subject: [PATCH 0/3] three changes\n\nThe series.\n\n")
