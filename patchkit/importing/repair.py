@@ -55,6 +55,7 @@ from patchkit.errors import PatchkitError
 _LINE_END = re.compile(r"(?:[;{,:\\]|(?:^|\s)\})$")
 MBOX_LINE = "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001"
 _TAG = re.compile(r"<[A-Za-z/!?][^>]*>")  # what an HTML parser takes for a tag
+_TRANSFER_ENCODED = re.compile(r"(?i)\bContent-Transfer-Encoding:\s*(quoted-printable|base64)\b")
 _HUNK_HEADER = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _SIGNATURE = re.compile(r"\n-- ?\n[^\n]*\s*\Z|\s-- ?\d[\w.]*\s*\Z")  # format-patch's "-- \n2.55.0"
 _TRAILER_KEY = (r"(?:[A-Z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)+|Bug|Origin|Forwarded|Author|Fixes|Link"
@@ -103,6 +104,11 @@ def repair(text: str, read_upstream: Callable[[str], bytes | None], author: str 
         text = text.replace("\r\n", "\n").replace("\r", "\n")
         notes.append("CRLF removed")
     start = text.find("diff --git ")
+    encoded = _TRANSFER_ENCODED.search(text[:start] if start >= 0 else text)
+    if encoded:
+        # Its diff is encoded too (`=3D` for `=`): rebuilt as it is, an added line would keep that.
+        raise PatchkitError(f"the mail is {encoded[1].lower()}-encoded, which --repair does not decode",
+                            "import it without --repair (git decodes it), or save the decoded mail")
     if start < 0:
         raise PatchkitError("no `diff --git` found", "--repair needs a git diff (git format-patch output)")
     header = _mail_header(text[:start], author, subject, notes)

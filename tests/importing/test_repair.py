@@ -300,6 +300,23 @@ def test_a_collapsed_plain_diff_takes_author_and_subject_from_the_options(tmp_pa
                            "no Date: the import time used")
 
 
+@pytest.mark.parametrize("encoding", ["quoted-printable", "base64"])
+def test_a_transfer_encoded_mail_is_refused_not_rebuilt_encoded(tmp_path, encoding):
+    """`x =3D 1` in a quoted-printable diff is `x = 1`: kept as given, it would be added as is."""
+    import base64
+    import quopri
+
+    head, _, rest = small_patch(tmp_path).partition("\n\n")
+    encode = {"quoted-printable": quopri.encodestring, "base64": base64.encodebytes}[encoding]
+    mail = (f"{head}\nMIME-Version: 1.0\nContent-Type: text/plain; charset=UTF-8\n"
+            f"Content-Transfer-Encoding: {encoding}\n\n{encode(rest.encode()).decode()}")
+    with pytest.raises(PatchkitError) as refused:
+        repair(mail, reader({SMALL: SMALL_BEFORE.encode()}))
+
+    assert refused.value.exit_code == 2
+    assert refused.value.message == f"the mail is {encoding}-encoded, which --repair does not decode"
+
+
 # --- the fixture upstream's scenarios: the same web copy against moved or twinned code -----------
 
 def upstream_file(upstream, ref: str) -> bytes:
