@@ -25,12 +25,11 @@ lines are normalised the same way, and each hunk is placed where its pre-image m
   patch's `index` line when upstream is the very file it was made against (the one reading
   that makes the post-image blob it names), else refused as ambiguous.
 
-A hunk must have exactly one place (and one segmentation, or the one its index line names); else
-`RepairRefused` names the hunk
-and the candidate lines. The rebuilt hunk takes context and removed lines byte for byte from
-upstream and keeps the added lines' text, re-indented like the line they replace (the removed line
-at the same position in a `-` run followed by a `+` run), else like the context line before them
-(after them at a hunk's start); in a collapsed stream, where an added block's own indentation is
+A hunk must have exactly one place and one segmentation (or the one its index line names); else
+`RepairRefused` names the hunk and the candidate lines. The rebuilt hunk takes context and
+removed lines byte for byte from upstream and keeps the added lines' text, re-indented like the
+line they replace (the removed line at the same position in a `-` run followed by a `+` run),
+else like the context line before them (after them at a hunk's start); in a collapsed stream, where an added block's own indentation is
 lost, a line after one ending in `{` goes one level deeper and a line starting with `}` one level
 back. Headers, `index` blob ids (git hash-object) and the mail header are recomputed; the
 diffstat is dropped. Text that was stripped and cannot be recovered is asked for, not guessed: an
