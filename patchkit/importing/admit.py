@@ -32,7 +32,6 @@ from patchkit.upstream import Mirror, Revision, parse_spec
 from patchkit.workflow import ApplyOptions, Hooks, run_apply
 
 NAME_MAX = 64  # characters before ".patch", as git format-patch's default --filename-max-length
-_HUNK = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
 
 
 @dataclass(frozen=True)
@@ -343,25 +342,18 @@ def change_key(data: bytes, patch: Patch) -> str:
     text = data.decode("utf-8", errors="surrogateescape")
     start = re.search(r"(?m)^(?:diff --git |--- )", text)
     changed: list[str] = []
-    old_left = new_left = 0
     last_changed = False
-    for line in text[start.start():].splitlines() if start else []:
-        if old_left > 0 or new_left > 0:
-            kind = line[:1]
-            if kind == "\\":
-                if last_changed:
-                    changed.append(line)
-                continue
-            last_changed = kind in ("+", "-")
-            old_left -= kind in (" ", "-", "")
-            new_left -= kind in (" ", "+", "")
+    for line, in_hunk, _ in mail.walk_hunks(text[start.start():].splitlines() if start else []):
+        if not in_hunk:
+            if mail.HUNK.match(line):
+                changed.append("@@")
+        elif line[:1] == "\\":
             if last_changed:
                 changed.append(line)
-            continue
-        m = _HUNK.match(line)
-        if m:
-            old_left, new_left = int(m.group(1) or 1), int(m.group(2) or 1)
-            changed.append("@@")
+        else:
+            last_changed = line[:1] in ("+", "-")
+            if last_changed:
+                changed.append(line)
     files = [(f.old_path, f.new_path, f.new_blob if f.binary else None) for f in patch.files]
     return hashlib.sha256(repr((files, changed)).encode("utf-8", errors="surrogateescape")).hexdigest()
 
