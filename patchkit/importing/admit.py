@@ -17,13 +17,14 @@ import tempfile
 import unicodedata
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from patchkit.apply import HunkVerdict, PatchResult, Verdict
 from patchkit.errors import PatchkitError
 from patchkit.fileio import atomic_write
 from patchkit.git import validate_repo_path
 from patchkit.importing import mail, sources
+from patchkit.importing.repair import HunkRepair, Repaired, repair
 from patchkit.importing.sources import Piece
 from patchkit.project import Project
 from patchkit.queue import Patch, Queue, parse_series, read_patch
@@ -31,13 +32,6 @@ from patchkit.upstream import Mirror, Revision, parse_spec
 from patchkit.workflow import ApplyOptions, Hooks, run_apply
 
 NAME_MAX = 64  # characters before ".patch", as git format-patch's default --filename-max-length
-_HUNK = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
-
-
-class ImportRefused(PatchkitError):
-    """A patch cannot be admitted as it is (a repair that cannot be made safely): exit 1."""
-
-    exit_code = 1
 
 
 @dataclass(frozen=True)
@@ -61,14 +55,6 @@ class ImportOptions:
 
 
 @dataclass(frozen=True)
-class HunkRepairNote:
-    file: str
-    index: int  # 1-based within the whole patch
-    upstream_line: int
-    notes: tuple[str, ...]
-
-
-@dataclass(frozen=True)
 class Entry:
     """One new queue entry: where it comes from, where it goes, and how it applies there."""
 
@@ -86,7 +72,7 @@ class Entry:
     hunks: tuple[HunkVerdict, ...] = ()
     blocked_by: tuple[str, ...] = ()
     detail: str = ""
-    repairs: tuple[HunkRepairNote, ...] = ()
+    repairs: tuple[HunkRepair, ...] = ()
     repair_notes: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
 
@@ -140,7 +126,7 @@ class _Incoming:
     data: bytes
     patch: Patch
     key: str
-    repairs: tuple[HunkRepairNote, ...] = ()
+    repairs: tuple[HunkRepair, ...] = ()
     repair_notes: tuple[str, ...] = ()
     name: str = ""
 
@@ -181,7 +167,7 @@ def run_import(project: Project, options: ImportOptions, hooks: Hooks = Hooks())
                             "import that patch on its own with --subject")
 
     revision: Revision | None = None
-    repaired: dict[int, Any] = {}
+    repaired: dict[int, Repaired] = {}
     if options.repair:
         revision = _resolve(project, mirror, options, hooks, warn)
         repaired = _repair(mirror, revision, pieces, options)
@@ -203,9 +189,7 @@ def run_import(project: Project, options: ImportOptions, hooks: Hooks = Hooks())
             r = repaired.get(i)
             incoming.append(_Incoming(
                 piece, draft, data, patch, change_key(data, patch),
-                repairs=tuple(HunkRepairNote(h.file, h.index, h.upstream_line, tuple(h.notes))
-                              for h in r.hunks) if r else (),
-                repair_notes=tuple(r.notes) if r else ()))
+                repairs=r.hunks if r else (), repair_notes=r.notes if r else ()))
     for item in incoming:
         for message in item.draft.warnings:
             warn(message)
@@ -268,14 +252,9 @@ def _resolve(project: Project, mirror: Mirror, options: ImportOptions, hooks: Ho
 
 # -- --repair --------------------------------------------------------------------------------------
 
-def _repair(mirror: Mirror, revision: Revision, pieces: list[Piece], options: ImportOptions) -> dict[int, Any]:
-    """Each text piece rebuilt against upstream at REVISION (-> patchkit.importing.repair.Repaired)."""
-    try:
-        from patchkit.importing.repair import RepairRefused, repair
-    except ImportError:
-        raise PatchkitError("--repair is not available in this build of patchkit",
-                            "install a patchkit that has patchkit/importing/repair.py") from None
-    done: dict[int, Any] = {}
+def _repair(mirror: Mirror, revision: Revision, pieces: list[Piece], options: ImportOptions) -> dict[int, Repaired]:
+    """Each text piece rebuilt against upstream at REVISION."""
+    done: dict[int, Repaired] = {}
     with mirror.locked(), mirror.reader() as reader:
         def read_upstream(path: str) -> bytes | None:
             return reader.read(revision.commit, path)
@@ -285,12 +264,8 @@ def _repair(mirror: Mirror, revision: Revision, pieces: list[Piece], options: Im
                 continue
             try:
                 done[i] = repair(piece.text, read_upstream, author=options.author, subject=options.subject)
-            except RepairRefused as exc:
-                raise ImportRefused(f"{piece.source}: {exc}") from None
-            except PatchkitError as exc:
-                if exc.exit_code == 2:
-                    raise PatchkitError(f"{piece.source}: {exc.message}", exc.hint) from None
-                raise
+            except PatchkitError as exc:  # the same failure (and exit code), named by its source
+                raise type(exc)(f"{piece.source}: {exc.message}", exc.hint) from None
     return done
 
 
@@ -367,25 +342,18 @@ def change_key(data: bytes, patch: Patch) -> str:
     text = data.decode("utf-8", errors="surrogateescape")
     start = re.search(r"(?m)^(?:diff --git |--- )", text)
     changed: list[str] = []
-    old_left = new_left = 0
     last_changed = False
-    for line in text[start.start():].splitlines() if start else []:
-        if old_left > 0 or new_left > 0:
-            kind = line[:1]
-            if kind == "\\":
-                if last_changed:
-                    changed.append(line)
-                continue
-            last_changed = kind in ("+", "-")
-            old_left -= kind in (" ", "-", "")
-            new_left -= kind in (" ", "+", "")
+    for line, in_hunk, _ in mail.walk_hunks(text[start.start():].splitlines() if start else []):
+        if not in_hunk:
+            if mail.HUNK.match(line):
+                changed.append("@@")
+        elif line[:1] == "\\":
             if last_changed:
                 changed.append(line)
-            continue
-        m = _HUNK.match(line)
-        if m:
-            old_left, new_left = int(m.group(1) or 1), int(m.group(2) or 1)
-            changed.append("@@")
+        else:
+            last_changed = line[:1] in ("+", "-")
+            if last_changed:
+                changed.append(line)
     files = [(f.old_path, f.new_path, f.new_blob if f.binary else None) for f in patch.files]
     return hashlib.sha256(repr((files, changed)).encode("utf-8", errors="surrogateescape")).hexdigest()
 

@@ -18,6 +18,7 @@ import email.utils
 import re
 import tempfile
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,7 +28,7 @@ from patchkit.importing.sources import Piece
 
 _TRAILER = re.compile(r"^[A-Za-z][A-Za-z0-9-]*: \S")
 _FIELD = re.compile(r"^([A-Za-z][A-Za-z0-9-]*):(?:[ \t]+(.*?))?[ \t]*$")
-_HUNK = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
+HUNK = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
 _SIGNATURE = re.compile(r"\n-- \n[^\n]*\n*\Z")
 _DEP3_ONLY = {"description", "origin", "bug", "forwarded", "author", "last-update", "applied-upstream",
               "reviewed-by", "acked-by", "upstream-status"}
@@ -312,19 +313,9 @@ def normalise_diff(diff: str, source: str, warnings: list[str], p1: bool = False
     if not p1 or re.search(r"(?m)^diff --git ", diff):
         return diff
     lines = diff.splitlines(keepends=True)
-    old_left = new_left = 0
     changed = False
-    for i, line in enumerate(lines):
-        if old_left > 0 or new_left > 0:
-            kind = line[:1]
-            if kind != "\\":
-                old_left -= kind in (" ", "-", "\n")
-                new_left -= kind in (" ", "+", "\n")
-            continue
-        m = _HUNK.match(line)
-        if m:
-            old_left, new_left = int(m.group(1) or 1), int(m.group(2) or 1)
-        elif line.startswith(("--- ", "+++ ")) and (
+    for i, (line, in_hunk, _) in enumerate(walk_hunks(lines)):
+        if not in_hunk and line.startswith(("--- ", "+++ ")) and (
                 line.startswith("+++ ") or (i + 1 < len(lines) and lines[i + 1].startswith("+++ "))):
             prefix = "a/" if line.startswith("---") else "b/"
             fixed = _reprefix(line, prefix)
@@ -337,6 +328,16 @@ def normalise_diff(diff: str, source: str, warnings: list[str], p1: bool = False
 
 def _hunks_complete(lines: list[str]) -> bool:
     """The last hunk in LINES has all the lines its header counts."""
+    left = (0, 0)
+    for _, _, left in walk_hunks(lines):
+        pass
+    return max(left) <= 0
+
+
+def walk_hunks(lines: Iterable[str]) -> Iterator[tuple[str, bool, tuple[int, int]]]:
+    """Each line of a diff; whether it falls inside a hunk, as the hunk's header counts lines;
+    and the old and new lines the hunk still awaits after it. An empty line in a hunk is a
+    context line whose space a mailer ate."""
     old_left = new_left = 0
     for line in lines:
         if old_left > 0 or new_left > 0:
@@ -344,11 +345,12 @@ def _hunks_complete(lines: list[str]) -> bool:
             if kind != "\\":
                 old_left -= kind in (" ", "-", "\n", "")
                 new_left -= kind in (" ", "+", "\n", "")
+            yield line, True, (old_left, new_left)
             continue
-        m = _HUNK.match(line)
+        m = HUNK.match(line)
         if m:
             old_left, new_left = int(m.group(1) or 1), int(m.group(2) or 1)
-    return old_left <= 0 and new_left <= 0
+        yield line, False, (old_left, new_left)
 
 
 def _reprefix(line: str, prefix: str) -> str:

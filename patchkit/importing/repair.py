@@ -18,17 +18,18 @@ lines are normalised the same way, and each hunk is placed where its pre-image m
   The section after `@@` runs into the body: it must be (the start of) an upstream line above
   the hunk. Where several segmentations fit, the one with the fewest doubtful lines wins: a
   bare marker read as a blank line (`- foo` is rather the removed line `foo`) and an added line
-  cut where C-like code does not end a line (not at `;`, `{`, `}`, `)`, `,`, `:`, a backslash,
-  nor a comment or preprocessor line) are doubtful. A blank context line goes after a change's
-  added lines (git keeps `-` and `+` together), and of placements differing only in blank
-  lines the one with balanced leading and trailing context is kept. What is still tied is
-  refused as ambiguous.
+  that does not end like a C statement or block (`;`, `{`, a lone `}`, `,`, `:`, a backslash)
+  are doubtful. Reading a ` + ` of code as a marker cuts a piece that ends in an operand, always
+  doubtful, so a wrong reading can at best tie with the right one. Blank context lines are
+  placed as git would have (see `_drop_blank_shifts`). What is still tied is decided by the
+  patch's `index` line when upstream is the very file it was made against (the one reading
+  that makes the post-image blob it names), else refused as ambiguous.
 
-A hunk must have exactly one place (and one segmentation); else `RepairRefused` names the hunk
-and the candidate lines. The rebuilt hunk takes context and removed lines byte for byte from
-upstream and keeps the added lines' text, re-indented like the line they replace (the removed line
-at the same position in a `-` run followed by a `+` run), else like the context line before them
-(after them at a hunk's start); in a collapsed stream, where an added block's own indentation is
+A hunk must have exactly one place and one segmentation (or the one its index line names); else
+`RepairRefused` names the hunk and the candidate lines. The rebuilt hunk takes context and
+removed lines byte for byte from upstream and keeps the added lines' text, re-indented like the
+line they replace (the removed line at the same position in a `-` run followed by a `+` run),
+else like the context line before them (after them at a hunk's start); in a collapsed stream, where an added block's own indentation is
 lost, a line after one ending in `{` goes one level deeper and a line starting with `}` one level
 back. Headers, `index` blob ids (git hash-object) and the mail header are recomputed; the
 diffstat is dropped. Text that was stripped and cannot be recovered is asked for, not guessed: an
@@ -40,18 +41,23 @@ not found and is refused).
 from __future__ import annotations
 
 import bisect
+import difflib
 import email.utils
 import hashlib
+import itertools
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from patchkit.errors import PatchkitError
 
-_LINE_END = re.compile(r"[;{}),:\\]$")
-_WHOLE_LINE = re.compile(r"(//|/\*|\*|#)")  # comments and preprocessor lines end anywhere
+# Where a line of code ends, and what never comes right before a ` + ` inside a line: so a
+# segmentation that reads an operator as a marker always pays for the piece cut before it. Not
+# `)`, `]`, a word, nor a comment's or directive's end: `f(a) + 1`, `// n + 1`, `*p + 1` do.
+_LINE_END = re.compile(r"(?:[;{,:\\]|(?:^|\s)\})$")
 MBOX_LINE = "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001"
 _TAG = re.compile(r"<[A-Za-z/!?][^>]*>")  # what an HTML parser takes for a tag
+_TRANSFER_ENCODED = re.compile(r"(?i)\bContent-Transfer-Encoding:\s*(quoted-printable|base64)\b")
 _HUNK_HEADER = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _SIGNATURE = re.compile(r"\n-- ?\n[^\n]*\s*\Z|\s-- ?\d[\w.]*\s*\Z")  # format-patch's "-- \n2.55.0"
 _TRAILER_KEY = (r"(?:[A-Z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)+|Bug|Origin|Forwarded|Author|Fixes|Link"
@@ -100,6 +106,11 @@ def repair(text: str, read_upstream: Callable[[str], bytes | None], author: str 
         text = text.replace("\r\n", "\n").replace("\r", "\n")
         notes.append("CRLF removed")
     start = text.find("diff --git ")
+    encoded = _TRANSFER_ENCODED.search(text[:start] if start >= 0 else text)
+    if encoded:
+        # Its diff is encoded too (`=3D` for `=`): rebuilt as it is, an added line would keep that.
+        raise PatchkitError(f"the mail is {encoded[1].lower()}-encoded, which --repair does not decode",
+                            "import it without --repair (git decodes it), or save the decoded mail")
     if start < 0:
         raise PatchkitError("no `diff --git` found", "--repair needs a git diff (git format-patch output)")
     header = _mail_header(text[:start], author, subject, notes)
@@ -256,24 +267,56 @@ def _repair_file(part: str, read_upstream: Callable[[str], bytes | None],
     headers = list(_HUNK_HEADER.finditer(part))
     if not headers:
         raise RepairRefused(f"{path}: no hunk found", "is the patch complete?")
-    placed: list[_Placed] = []
+    readings: list[list[_Placed]] = []  # each hunk's readings, all at one place
+    wheres: list[str] = []
     starts: list[int] = []  # the line each hunk header named
     for k, m in enumerate(headers):
-        where = f"hunk {hunks_before + k + 1} ({path})"
+        wheres.append(f"hunk {hunks_before + k + 1} ({path})")
         body = part[m.end():headers[k + 1].start() if k + 1 < len(headers) else len(part)]
-        hunk = _place(body, (int(m[2] or 1), int(m[4] or 1)), norms, where)
-        if placed and hunk.start < placed[-1].start + _old_count(placed[-1]):
+        readings.append(_place(body, (int(m[2] or 1), int(m[4] or 1)), norms, wheres[-1]))
+        for hunk in readings[-1]:
+            _refuse_lost_markup(hunk, wheres[-1])
+        starts.append(int(m[1]))
+    index = re.search(r"index ([0-9a-f]{7,})\.\.([0-9a-f]{7,})(?: (\d{6}))?", head)
+    mode = index[3] if index else None
+    placed, text, rebuilt, post = _choose(readings, wheres, index[2] if index else None,
+                                          lambda hunks: _render_file(path, upstream, data, hunks, mode))
+    for hunk, above, where in zip(placed[1:], placed, wheres[1:]):
+        if hunk.start < above.start + _old_count(above):
             raise RepairRefused(f"{where} found at line {hunk.start + 1}, before the end of the "
                                 "hunk above it", "fix the hunk order by hand")
-        _refuse_lost_markup(hunk, where)
-        placed.append(hunk)
-        starts.append(int(m[1]))
-    mode = re.search(r"index \w+\.\.\w+ (\d{6})", head)
-    text, rebuilt = _render_file(path, upstream, data, placed, mode[1] if mode else None)
     repairs = [HunkRepair(path, hunks_before + k + 1, hunk.start + 1,
-                          tuple(_hunk_notes(hunk, lines, upstream, start)))
+                          tuple(_hunk_notes(hunk, lines, upstream, start, len(readings[k]))))
                for k, (hunk, lines, start) in enumerate(zip(placed, rebuilt, starts))]
+    if index and _blob_id(data).startswith(index[1]) and not post.startswith(index[2]):
+        # Upstream is the patch's pre-image, yet the result is not its post-image: say so.
+        repairs[-1] = replace(repairs[-1], notes=repairs[-1].notes + (
+            f"the file made is not the patch's (blob {index[2]} in its index line): check the "
+            "added lines' indentation",))
     return text, repairs
+
+
+_MAX_COMBINATIONS = 64
+
+
+def _choose(readings: list[list[_Placed]], wheres: list[str], post_id: str | None,
+            render: Callable[[list[_Placed]], tuple[str, list[list[str]], str]]
+            ) -> tuple[list[_Placed], str, list[list[str]], str]:
+    """One reading per hunk, and the file's diff, hunk lines and post-image blob id. A hunk read
+    in several ways (where blank lines go, which ` + ` is a marker) is decided by the blob id
+    of the file after the patch, from its `index` line: the one combination that makes that
+    file. None, or no index line: refused, naming the first such hunk and two of its readings."""
+    combinations = [[]]
+    for options in readings:
+        combinations = [done + [p] for done in combinations for p in options][:_MAX_COMBINATIONS + 1]
+    for hunks in combinations if len(combinations) <= _MAX_COMBINATIONS else []:
+        text, rebuilt, post = render(hunks)
+        if len(combinations) == 1 or post_id and post.startswith(post_id):
+            return hunks, text, rebuilt, post
+    k = next(k for k, options in enumerate(readings) if len(options) > 1)
+    shown = " or ".join(_reading(p) for p in readings[k][:2])
+    raise RepairRefused(f"{wheres[k]}: at line {readings[k][0].start + 1} its text splits into lines "
+                        f"in several ways: {shown}", "repair this hunk by hand")
 
 
 def _file_path(head: str) -> str:
@@ -287,8 +330,9 @@ def _old_count(hunk: _Placed) -> int:
     return sum(item.kind != "+" for item in hunk.items)
 
 
-def _place(body: str, counts: tuple[int, int], norms: list[str], where: str) -> _Placed:
-    """The one place and segmentation of a hunk in upstream (NORMS: its lines' normal forms)."""
+def _place(body: str, counts: tuple[int, int], norms: list[str], where: str) -> list[_Placed]:
+    """The one place of a hunk in upstream (NORMS: its lines' normal forms), and its readings
+    there (one, or several that `_choose` decides between)."""
     found = _place_lines(body, counts, norms)
     if found is None:
         found = _place_stream(body, counts, norms)
@@ -299,10 +343,17 @@ def _place(body: str, counts: tuple[int, int], norms: list[str], where: str) -> 
         lines = ", ".join(str(s + 1) for s in sorted({p.start for p in found})[:8])
         raise RepairRefused(f"{where}: its context matches upstream at several places (lines {lines})",
                             "add context to the hunk or repair it by hand")
-    if len(found) > 1:
-        raise RepairRefused(f"{where}: at line {found[0].start + 1} its text splits into lines in "
-                            "several ways", "repair this hunk by hand")
-    return found[0]
+    return found
+
+
+def _reading(hunk: _Placed) -> str:
+    """A segmentation as the refusal shows it: its changed lines, each with its marker, and the
+    blank context lines among and next to them (where readings often differ)."""
+    items = hunk.items
+    near = [n for n, i in enumerate(items) if i.kind != " "]
+    shown = [f"{i.kind}{i.given}" if i.kind != " " else "(blank)" for n, i in enumerate(items)
+             if i.kind != " " or not i.given and near and near[0] - 1 <= n <= near[-1] + 1]
+    return repr(" / ".join(shown))
 
 
 def _norm(text: str) -> str:
@@ -339,19 +390,21 @@ def _place_lines(body: str, counts: tuple[int, int], norms: list[str]) -> list[_
 def _place_stream(body: str, counts: tuple[int, int], norms: list[str]) -> list[_Placed]:
     """Every (section, start, segmentation) that consumes the whole stream with the header's
     counts; placements that differ only by blank context lines (invisible in a stream) are
-    reduced to the one with balanced leading and trailing context, as git makes them."""
+    reduced as `_drop_blank_shifts` says, unless a start had more readings than were kept."""
     stream = " ".join(body.split())
     segmenter = _Segmenter(stream, norms, counts)
     found = []
+    complete = True
     for cut in _section_cuts(stream):
         # git's section is a line above the hunk (cut to 80 bytes): words that are no such line
         # belong to the hunk's body.
         section = _norm(stream[:cut])
         above = next((j for j, n in enumerate(norms) if n.startswith(section)), len(norms)) if section else -1
         for start in range(max(above + 1, 0), len(norms) - counts[0] + 1):
-            for items in segmenter.solutions(cut, start):
-                found.append(_Placed(start, items, stream[:cut].strip(), True))
-    return _drop_blank_shifts(found, norms)
+            ways = segmenter.solutions(cut, start)
+            complete = complete and len(ways) <= _MAX_WAYS
+            found += [_Placed(start, items, stream[:cut].strip(), True) for items in ways]
+    return _drop_blank_shifts(found, norms) if complete else found
 
 
 def _section_cuts(stream: str) -> list[int]:
@@ -360,13 +413,14 @@ def _section_cuts(stream: str) -> list[int]:
     return [c for c in cuts if c <= 81]
 
 
-_Ways = tuple[int, tuple[tuple["_Item", ...], ...]]  # (cost, up to two segmentations of it)
+_Ways = tuple[int, tuple[tuple["_Item", ...], ...]]  # (cost, its cheapest segmentations)
+_MAX_WAYS = 8  # readings kept per state; one more says there were more (too many to choose from)
 
 
 class _Segmenter:
     """The search over one hunk's stream for a fixed start: state (position in the stream,
-    upstream line, removed and added lines so far, whether a change is under way). Each state
-    yields its cheapest segmentations, at most two (two: ambiguous). The cost counts bare
+    upstream line, removed and added lines so far). Each state yields its cheapest
+    segmentations, at most `_MAX_WAYS` + 1 (more than one: ambiguous). The cost counts bare
     markers read as blank lines: `- foo` is the removed line `foo` rather than a removed blank
     line before the context line `foo`, which the stream alone cannot tell apart."""
 
@@ -377,47 +431,46 @@ class _Segmenter:
         self.longest = max((len(n) for n in upstream_norm), default=0)
         self.ends = [i for i, ch in enumerate(stream) if ch == " "] + [len(stream)]
         self._prefix_memo: dict[int, dict[str, list[int]]] = {}
-        self._memo: dict[tuple[int, int, int, int, bool], _Ways] = {}
+        self._memo: dict[tuple[int, int, int, int], _Ways] = {}
         self._start = 0
 
     def solutions(self, cut: int, start: int) -> tuple[tuple[_Item, ...], ...]:
         if not self._could_start(cut, start):
             return ()
         self._start, self._memo = start, {}
-        return self._solve(cut, start, 0, 0, False)[1]
+        return self._solve(cut, start, 0, 0)[1]
 
     def _could_start(self, cut: int, start: int) -> bool:
         """Cheap filter: the stream opens with upstream line START, maybe after a marker."""
         return (self.stream.startswith("+", cut) or bool(self._nexts(cut, start, False))
                 or self.stream.startswith("-", cut) and bool(self._nexts(cut + 1, start, True)))
 
-    def _solve(self, p: int, j: int, removed: int, added: int, changing: bool) -> _Ways:
-        key = (p, j, removed, added, changing)
+    def _solve(self, p: int, j: int, removed: int, added: int) -> _Ways:
+        key = (p, j, removed, added)
         if key not in self._memo:
             self._memo[key] = self._steps(*key)
         return self._memo[key]
 
-    def _steps(self, p: int, j: int, removed: int, added: int, changing: bool) -> _Ways:
-        """CHANGING: the last item was removed or added. A blank context line, invisible, could
-        go before or after the added lines that follow a change; git keeps a change's `-` and
-        `+` lines together, so it goes after them."""
+    def _steps(self, p: int, j: int, removed: int, added: int) -> _Ways:
+        """A blank context line, invisible, may go before or after the added lines next to it:
+        both readings are kept (git puts `-old`, a blank line, `+new` as often as `-old`,
+        `+new`, a blank line); `_drop_blank_shifts` decides between them, or nothing does."""
         old_used = j - self._start
         context = old_used - removed
         if old_used == self.old and context + added == self.new and p == len(self.stream):
             return 0, ((),)
         options: list[tuple[_Item, _Ways]] = []
-        if old_used < self.old and context + 1 + added <= self.new \
-                and not (changing and self.upstream[j] == "" and self.stream.startswith("+", p)):
-            options += [(self._item(" ", j, p, q), self._solve(q, j + 1, removed, added, False))
+        if old_used < self.old and context + 1 + added <= self.new:
+            options += [(self._item(" ", j, p, q), self._solve(q, j + 1, removed, added))
                         for q in self._nexts(p, j, False)]
         if old_used < self.old and self.stream.startswith("-", p):
-            options += [(self._item("-", j, p + 1, q), self._solve(q, j + 1, removed + 1, added, True))
+            options += [(self._item("-", j, p + 1, q), self._solve(q, j + 1, removed + 1, added))
                         for q in self._nexts(p + 1, j, True)]
         if context + added < self.new and self.stream.startswith("+", p):
             for end in self.ends[bisect.bisect_left(self.ends, p + 1):]:
                 text = self.stream[p + 1:end].strip()
                 options.append((_Item("+", text=text, given=text),
-                                self._solve(self._after(end), j, removed, added + 1, True)))
+                                self._solve(self._after(end), j, removed, added + 1)))
         return _cheapest(options)
 
     def _item(self, kind: str, j: int, c: int, q: int) -> _Item:
@@ -455,30 +508,46 @@ def _cheapest(options: list[tuple[_Item, _Ways]]) -> _Ways:
     if not costed:
         return 0, ()
     best = min(cost for cost, _, _ in costed)
-    return best, tuple([(item, *way) for cost, item, ways in costed if cost == best for way in ways][:2])
+    ways = [(item, *way) for cost, item, ways in costed if cost == best for way in ways]
+    return best, tuple(ways[:_MAX_WAYS + 1])
 
 
 def _cost(item: _Item) -> int:
     """How unlikely ITEM is as a line of its own: a bare marker read as a blank line, or an added
-    line cut where C-like code does not end a line (`+ return n + 1;` is one line, not `return
-    n` and `1;`)."""
+    line that does not end like a statement (`+ return n + 1;` is one line, not `return n` and
+    `1;`)."""
     if item.kind != " " and not item.given:
         return 1
     if item.kind == "+":
-        return not (_LINE_END.search(item.text) or _WHOLE_LINE.match(item.text))
+        return not _LINE_END.search(item.text)
     return 0
 
 
 def _drop_blank_shifts(found: list[_Placed], norms: list[str]) -> list[_Placed]:
-    """Of placements with the same visible lines (they differ in the blank lines around them),
-    those whose leading and trailing context are closest in length, as git's are."""
+    """Of placements with the same visible lines (they differ in the blank lines around and
+    between them), one: when they all make the same file, the one whose leading and trailing
+    context are closest in length (git's header); else the one file the git-shaped ones make.
+    git gives a hunk as many leading as trailing context lines unless the file starts or ends
+    first, so `-old`, blank, `+new` in the middle of a file is not `-old`, `+new`, blank. Then
+    a line edited in place is not read as moved across a blank line: of `-f(a, x);`, blank,
+    `+f(a, y);` and `-f(a, x);`, `+f(a, y);`, blank, the second. Where that does not decide,
+    all are kept, and refused as ambiguous (unless the index line decides, see `_choose`)."""
     def anchor(p: _Placed) -> tuple:
         return tuple((i.kind, i.line, i.text) for i in p.items if i.kind == "+" or norms[i.line])
 
-    def imbalance(p: _Placed) -> int:
+    def context(p: _Placed) -> tuple[int, int]:
         kinds = [i.kind for i in p.items]
         lead = next((n for n, k in enumerate(kinds) if k != " "), len(kinds))
         trail = next((n for n, k in enumerate(reversed(kinds)) if k != " "), len(kinds))
+        return lead, trail
+
+    def git_shaped(p: _Placed) -> bool:
+        lead, trail = context(p)
+        return (lead == trail or lead < trail and p.start == 0
+                or trail < lead and p.start + _old_count(p) == len(norms))
+
+    def imbalance(p: _Placed) -> int:
+        lead, trail = context(p)
         return abs(lead - trail)
 
     groups: dict[tuple, list[_Placed]] = {}
@@ -486,9 +555,40 @@ def _drop_blank_shifts(found: list[_Placed], norms: list[str]) -> list[_Placed]:
         groups.setdefault(anchor(p), []).append(p)
     kept = []
     for group in groups.values():
-        best = min(imbalance(p) for p in group)
-        kept += [p for p in group if imbalance(p) == best]
+        lo = min(p.start for p in group)
+        hi = max(p.start + _old_count(p) for p in group)
+
+        def made(p: _Placed) -> tuple[str, ...]:
+            """The file's lines LO..HI after P, as normal forms (a blank line is a blank line)."""
+            body = [norms[i.line] if i.kind == " " else _norm(i.text) for i in p.items if i.kind != "-"]
+            return tuple(norms[lo:p.start] + body + norms[p.start + _old_count(p):hi])
+
+        shaped = [p for p in group if git_shaped(p)]
+        for candidates in (group, shaped, [p for p in shaped if not _splits_an_edit(p, norms)]):
+            if len({made(p) for p in candidates}) == 1:
+                kept.append(min(candidates, key=imbalance))
+                break
+        else:
+            kept += group
     return kept
+
+
+def _splits_an_edit(hunk: _Placed, norms: list[str]) -> bool:
+    """HUNK has removed lines, then blank context lines, then as many added lines, each like the
+    removed line in its place: an edit in place, read as a move across the blank lines."""
+    items = hunk.items
+    for n in range(len(items)):
+        removed = list(itertools.takewhile(lambda i: i.kind == "-", items[n:]))
+        if not removed or n and items[n - 1].kind == "-":
+            continue
+        rest = items[n + len(removed):]
+        blanks = list(itertools.takewhile(lambda i: i.kind == " " and not norms[i.line], rest))
+        added = list(itertools.takewhile(lambda i: i.kind == "+", rest[len(blanks):]))
+        if blanks and len(added) == len(removed) and all(
+                difflib.SequenceMatcher(None, norms[r.line], _norm(a.text)).ratio() >= 0.6
+                for r, a in zip(removed, added)):
+            return True
+    return False
 
 
 # --- checks and the rebuilt text ---------------------------------------------------------------
@@ -504,8 +604,8 @@ def _refuse_lost_markup(hunk: _Placed, where: str) -> None:
 
 
 def _render_file(path: str, upstream: list[str], data: bytes, placed: list[_Placed],
-                 mode: str | None) -> tuple[str, list[list[str]]]:
-    """The file's diff, and each hunk's rebuilt lines (with their markers)."""
+                 mode: str | None) -> tuple[str, list[list[str]], str]:
+    """The file's diff, each hunk's rebuilt lines (with their markers), the post-image's blob id."""
     unit = _indent_unit(upstream)
     post: list[str] = []
     cursor = offset = 0
@@ -521,10 +621,10 @@ def _render_file(path: str, upstream: list[str], data: bytes, placed: list[_Plac
         cursor, offset = hunk.start + old, offset + new - old
         rebuilt.append(lines)
     post += upstream[cursor:]
-    after = "".join(post).encode("utf-8", errors="surrogateescape")
-    head = (f"diff --git a/{path} b/{path}\nindex {_blob_id(data)}..{_blob_id(after)}"
+    after = _blob_id("".join(post).encode("utf-8", errors="surrogateescape"))
+    head = (f"diff --git a/{path} b/{path}\nindex {_blob_id(data)}..{after}"
             f"{' ' + mode if mode else ''}\n--- a/{path}\n+++ b/{path}\n")
-    return head + "".join(out), rebuilt
+    return head + "".join(out), rebuilt, after
 
 
 def _range(start: int, count: int) -> str:
@@ -617,8 +717,11 @@ def _indent_unit(upstream: list[str]) -> str:
     return " " * max(steps, key=lambda k: steps[k], default=4)
 
 
-def _hunk_notes(hunk: _Placed, lines: list[str], upstream: list[str], header_start: int) -> list[str]:
+def _hunk_notes(hunk: _Placed, lines: list[str], upstream: list[str], header_start: int,
+                readings: int) -> list[str]:
     notes = ["newlines restored from upstream"] if hunk.collapsed else []
+    if readings > 1:
+        notes.append(f"of {readings} ways to read it, the one the index line's blob id names")
     differed = sum(_shape(i.given, hunk.collapsed) != _shape(upstream[i.line].rstrip("\r\n"), hunk.collapsed)
                    for i in hunk.items if i.kind != "+")
     if differed:

@@ -115,14 +115,15 @@ def split_mbox(text: str) -> list[str]:
     """The messages of an mbox (one element when TEXT is a single patch).
 
     A message starts at a "From " line that begins the text or follows an empty line, and looks
-    like a postmark (or is followed by a header line). `>From ` lines are unescaped (mboxrd; for
-    mboxo, whose escaping cannot be undone exactly, the same is the best guess).
+    like a postmark (or is followed by a mail header that has a `From:`: a message's paragraph
+    "From the docs:" followed by "Note: ..." is no message). A postmark followed by such a header
+    starts one anywhere, as for `git am`: format-patch files concatenated after an editor dropped
+    their last empty line are still several patches, not one with mails inside its diff. `>From `
+    lines are unescaped (mboxrd; for mboxo, whose escaping cannot be undone exactly, the same is
+    the best guess).
     """
     lines = text.splitlines(keepends=True)
-    starts = [i for i, line in enumerate(lines)
-              if line.startswith("From ") and (i == 0 or not lines[i - 1].strip())
-              and (_POSTMARK.match(line.rstrip("\r\n"))
-                   or (i + 1 < len(lines) and _HEADER.match(lines[i + 1])))]
+    starts = [i for i, line in enumerate(lines) if line.startswith("From ") and _starts_message(lines, i)]
     if not starts:
         return [text]
     preamble = "".join(lines[:starts[0]])
@@ -130,6 +131,26 @@ def split_mbox(text: str) -> list[str]:
     bounds = starts + [len(lines)]
     chunks += ["".join(lines[a:b]) for a, b in zip(bounds, bounds[1:])]
     return [_MBOXRD_FROM.sub(r"\1", chunk) for chunk in chunks]
+
+
+def _starts_message(lines: list[str], i: int) -> bool:
+    postmark = bool(_POSTMARK.match(lines[i].rstrip("\r\n")))
+    header = _mail_header_at(lines, i + 1)
+    return (postmark or header) if i == 0 or not lines[i - 1].strip() else postmark and header
+
+
+def _mail_header_at(lines: list[str], start: int) -> bool:
+    """LINES from START are header fields (up to an empty line), a `From:` among them."""
+    fields = []
+    for line in lines[start:]:
+        if not line.strip():
+            break
+        if line[:1] in (" ", "\t") and fields:
+            continue
+        if not _HEADER.match(line):
+            return False
+        fields.append(line.split(":", 1)[0].lower())
+    return "from" in fields
 
 
 def _messages(text: str, source: str, kind: str | None, warnings: list[str],

@@ -42,6 +42,25 @@ def test_an_mbox_splits_on_its_from_lines_only():
     assert [p.count("\ndiff --git ") for p in parts] == [1, 1, 1]
 
 
+def test_a_body_paragraph_starting_with_from_is_no_message():
+    """"From the docs:" then "Note: ..." in a message is text; a message needs a header with From:."""
+    quoted = message(1, "Why:\n\nFrom the docs:\nNote: flags combine.\n\n")
+    assert sources.split_mbox(quoted) == [quoted]
+
+    archived = message(2).replace(f"From {2:040x} Mon Sep 17 00:00:00 2001", "From ada@example.org")
+    assert len(sources.split_mbox(quoted + archived)) == 2  # a sender for a postmark, then a header
+
+
+def test_patches_concatenated_without_their_last_empty_line_are_still_several():
+    """An editor drops a format-patch file's last empty line, `cat` joins them: three patches,
+    not one whose diff holds the other two mails (git apply skips them: silently one patch)."""
+    text = "".join(message(n).rstrip("\n") + "\n" for n in (1, 2, 3))
+    assert "2.39.5\nFrom 0000" in text
+    parts = sources.split_mbox(text)
+    assert [p.count("\ndiff --git ") for p in parts] == [1, 1, 1]
+    assert [p.splitlines()[3] for p in parts] == [f"Subject: [PATCH {n}/3] change {n}" for n in (1, 2, 3)]
+
+
 def test_a_cover_letter_is_left_out_with_a_warning(tmp_path):
     cover = ("From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\nFrom: Ada <ada@example.org>\n"
              "Subject: [PATCH 0/3] three changes\n\nThe series.\n\n")

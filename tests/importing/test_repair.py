@@ -300,6 +300,23 @@ def test_a_collapsed_plain_diff_takes_author_and_subject_from_the_options(tmp_pa
                            "no Date: the import time used")
 
 
+@pytest.mark.parametrize("encoding", ["quoted-printable", "base64"])
+def test_a_transfer_encoded_mail_is_refused_not_rebuilt_encoded(tmp_path, encoding):
+    """`x =3D 1` in a quoted-printable diff is `x = 1`: kept as given, it would be added as is."""
+    import base64
+    import quopri
+
+    head, _, rest = small_patch(tmp_path).partition("\n\n")
+    encode = {"quoted-printable": quopri.encodestring, "base64": base64.encodebytes}[encoding]
+    mail = (f"{head}\nMIME-Version: 1.0\nContent-Type: text/plain; charset=UTF-8\n"
+            f"Content-Transfer-Encoding: {encoding}\n\n{encode(rest.encode()).decode()}")
+    with pytest.raises(PatchkitError) as refused:
+        repair(mail, reader({SMALL: SMALL_BEFORE.encode()}))
+
+    assert refused.value.exit_code == 2
+    assert refused.value.message == f"the mail is {encoding}-encoded, which --repair does not decode"
+
+
 # --- the fixture upstream's scenarios: the same web copy against moved or twinned code -----------
 
 def upstream_file(upstream, ref: str) -> bytes:
@@ -329,6 +346,12 @@ def test_the_web_copy_is_refused_where_upstream_changed_a_removed_line(upstream)
         repair(web_copy(clean_seed()), reader({SERVER: pre}), author=MIKE)
 
 
+def moved_on(before: str) -> bytes:
+    """BEFORE as upstream has it later: one line more, far from the hunk, so that the patch's
+    `index` line names neither the file nor the file the patch makes of it."""
+    return (before + "/* later */\n").encode()
+
+
 def test_added_lines_that_split_in_several_ways_are_refused(tmp_path):
     """Prose has no line ends to go by: `+ one + two + three` as two lines is asked for."""
     before = "alpha\nbeta\ngamma\ndelta\n"
@@ -336,6 +359,56 @@ def test_added_lines_that_split_in_several_ways_are_refused(tmp_path):
     web = web_copy(format_patch(tmp_path, "notes.txt", before, after))
 
     with pytest.raises(RepairRefused) as refused:
-        repair(web, reader({"notes.txt": before.encode()}), author=MIKE)
+        repair(web, reader({"notes.txt": moved_on(before)}), author=MIKE)
 
-    assert refused.value.message == "hunk 1 (notes.txt): at line 1 its text splits into lines in several ways"
+    assert refused.value.message == ("hunk 1 (notes.txt): at line 1 its text splits into lines in several "
+                                     "ways: '+one / +two +three' or '+one + two / +three'")
+
+
+@pytest.mark.parametrize(("path", "added"), [
+    ("src/count.c", "\tbool ok = n &&\n\t\tnext(n) + 1 > 0;\n"),  # a condition continued
+    ("src/count.c", "\t*out = n + 1;\n\tok = n &&\n\t\tdone;\n"),  # `*p` is no comment
+    ("src/count.c", "\t// next = n + 1;\n\tok = n &&\n\t\tdone;\n"),  # a comment may hold ` + `
+    ("src/count.py", "\ttotal = f(n) + 1\n\tcount = g(n)\n"),  # no `;` to go by
+])
+def test_an_operator_read_as_a_marker_is_refused_not_chosen(tmp_path, path, added):
+    """A ` + ` of code read as a marker makes code the patch never had (`total = f(n)` and `1 +
+    count = g(n)`); where the stream also reads right, the hunk is refused, never guessed."""
+    before = SMALL_BEFORE.replace("\tint total = 0; \n", "\tint total = 0;\n")
+    after = before.replace("\tint total = 0;\n", f"\tint total = 0;\n{added}")
+    web = web_copy(format_patch(tmp_path, path, before, after))
+
+    with pytest.raises(RepairRefused, match=rf"^hunk 1 \({path}\): at line \d+ its text splits into lines "
+                                            r"in several ways: '\+"):
+        repair(web, reader({path: moved_on(before)}), author=MIKE)
+
+
+@pytest.mark.parametrize(("path", "before", "after"), [
+    ("notes.txt", "alpha\nbeta\ngamma\ndelta\n", "alpha\nbeta\none + two\nthree\ngamma\ndelta\n"),
+    ("src/count.py", "def f(n):\n    x = 1\n    return x\n",
+     "def f(n):\n    x = 1\n    total = f(n) + 1\n    count = g(n)\n    return x\n"),
+    # a line moved across a blank line at the file's start: where the blank goes is not in the stream
+    ("src/a.c", "A;\nB;\nold;\n\nY;\nZ;\nW;\n", "A;\nB;\n\nnew;\nY;\nZ;\nW;\n"),
+    ("src/a.c", "X;\n\nY;\nZ;\nW;\nV;\n", "X;\nnew;\n\nY;\nZ;\nW;\nV;\n"),
+])
+def test_where_a_hunk_reads_several_ways_the_index_line_decides(tmp_path, path, before, after):
+    """On the very file the patch was made against, the one reading that makes the file its
+    `index` line names is the patch; on any other, the hunk is refused."""
+    web = web_copy(format_patch(tmp_path, path, before, after))
+
+    fixed = repair(web, reader({path: before.encode()}), author=MIKE)
+    assert applied(tmp_path, fixed.data, path, before.encode()) == after.encode()
+    assert fixed.hunks[0].notes[1].endswith("the one the index line's blob id names")
+
+    with pytest.raises(RepairRefused, match="splits into lines in several ways"):
+        repair(web, reader({path: moved_on(before)}), author=MIKE)
+
+
+def test_blank_lines_go_where_git_would_have_put_them(tmp_path):
+    """Mid-file, git's hunks have as much context before as after: `-old`, blank, `+new` is
+    read so even where the index line cannot help; an edit in place stays in place."""
+    before = "P;\nQ;\nR;\nS;\nA;\nB;\nC;\nf(a, x);\n\nY;\nZ;\nW;\nT;\nU;\n"
+    for after in (before.replace("f(a, x);\n\nY;", "\nnew;\nY;"), before.replace("f(a, x);\n\nY;", "f(a, y);\n\nY;")):
+        web = web_copy(format_patch(tmp_path / str(len(after)), "src/a.c", before, after))
+        fixed = repair(web, reader({"src/a.c": moved_on(before)}), author=MIKE)
+        assert applied(tmp_path, fixed.data, "src/a.c", moved_on(before)) == moved_on(after)
