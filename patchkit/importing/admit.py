@@ -426,14 +426,14 @@ def _scratch_apply(project: Project, options: ImportOptions, revision: Revision,
         trial = replace(project, patches_dir=folder)
         assert parse_series(trial.series_path) == order
         applied = run_apply(trial, ApplyOptions(spec=spec, upstream=options.upstream, fetch=False,
-                                                output=Path(scratch) / "with", record=False, check=False), quiet)
+                                                record=False, check=False, checkout=False), quiet)
         results = {r.name: r for r in applied.patches}
         first_new = min(order.index(item.name) for item in incoming)
         suspects = [n for n in existing if order.index(n) > first_new and not results[n].good]
         broken: list[Broken] = []
         if suspects:
             before = run_apply(project, ApplyOptions(spec=spec, upstream=options.upstream, fetch=False,
-                                                     output=Path(scratch) / "without", record=False, check=False),
+                                                     record=False, check=False, checkout=False),
                                quiet)
             good_before = {r.name for r in before.patches if r.good}
             broken = [Broken(n, results[n].verdict, results[n].hunks, results[n].blocked_by, results[n].detail)
