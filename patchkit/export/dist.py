@@ -26,7 +26,10 @@ from patchkit.workflow import Hooks
 
 SOURCE_FILE = "PATCHKIT-SOURCE"
 SUMS_FILE = "SHA256SUMS"
-_EPOCH = re.compile(r"^[0-9]+$")
+_EPOCH = re.compile(r"[0-9]+")
+# The latest time a ustar header holds (11 octal digits: year 2242). A later one would go into a
+# PAX header on every entry, which GNU tar refuses beyond 64 bits; no source is dated that late.
+_LATEST_EPOCH = 8**11 - 1
 
 
 @dataclass(frozen=True)
@@ -81,8 +84,9 @@ def source_date_epoch(value: str | None) -> int | None:
     """SOURCE_DATE_EPOCH as reproducible-builds.org defines it: seconds since 1970, a plain integer."""
     if value is None:
         return None
-    if not _EPOCH.match(value):
-        raise PatchkitError(f"SOURCE_DATE_EPOCH={value!r} is not a number of seconds since 1970",
+    if not _EPOCH.fullmatch(value) or int(value) > _LATEST_EPOCH:
+        raise PatchkitError(f"SOURCE_DATE_EPOCH={value!r} is not a number of seconds since 1970 "
+                            f"(at most {_LATEST_EPOCH})",
                             "set it to an integer such as $(git log -1 --format=%ct), or unset it")
     return int(value)
 
