@@ -17,9 +17,10 @@ from patchkit.errors import PatchkitError
 from patchkit.export.formats import OutFile
 
 
-def check_target(out: Path, force: bool, keep: Iterable[Path] = ()) -> Path:
+def check_target(out: Path, force: bool, keep: Iterable[Path] = (), owned: Iterable[Path] = ()) -> Path:
     """OUT as the folder that will be replaced (a symlink's target), refused before any work unless
-    it may be; KEEP are folders it must not hold (the project, the current folder)."""
+    it may be; KEEP are folders it must not hold (the project, the current folder), OWNED folders
+    whose contents are patchkit's (the queue, the cache), which it must not be in."""
     real = out.absolute().resolve()
     if real.exists() and not real.is_dir():
         raise PatchkitError(f"{out} exists and is not a folder", "give a new or empty folder for the export")
@@ -27,6 +28,10 @@ def check_target(out: Path, force: bool, keep: Iterable[Path] = ()) -> Path:
         if folder.resolve().is_relative_to(real):
             raise PatchkitError(f"{out} holds {folder}, which an export would replace",
                                 "give a folder of its own for the export")
+    for folder in owned:
+        if real.is_relative_to(folder.resolve()):
+            raise PatchkitError(f"{out} is inside {folder}, whose files are patchkit's own",
+                                "give a folder outside it for the export")
     if real.is_dir() and any(real.iterdir()) and not force:
         raise PatchkitError(f"{out} is not empty",
                             "give a new or empty folder, or --force to replace everything in it")
