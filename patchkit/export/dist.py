@@ -99,6 +99,8 @@ def make_dist(project: Project, options: DistOptions, hooks: Hooks = Hooks()) ->
     top = f"llama.cpp-{patched.version}"
     source = source_text(patched, project.upstream_url, queue)
     tmp = _create_beside(output)
+    if hooks.progress:  # compressing a whole tree can take minutes: say so, not the fetch's line
+        hooks.progress(f"writing {top}/ into {output.name}")
     try:
         with open(tmp, "wb") as fh:
             digest = tarball.write_tar(fh, compression, patched.mirror.path, patched.tree, top, mtime,

@@ -99,7 +99,8 @@ def test_entries_are_sorted_owned_by_root_and_normalised(tmp_path: Path, fork: P
 
 
 def test_patchkit_source_says_what_the_tree_is(tmp_path: Path, fork: Path, stand_in: Upstream) -> None:
-    result = report(dist(fork, tmp_path / "s.tar.xz"))
+    done = dist(fork, tmp_path / "s.tar.xz")
+    result = report(done)
     patch_sha = sha256((fork / "patches" / PATCH_NAME).read_bytes())
     manifest = f"{patch_sha}  {PATCH_NAME}\n"  # the version's hash, as patchkit.export.version documents it
     version = f"b3+pk1.{sha256(manifest.encode())[:8]}"
@@ -112,6 +113,8 @@ def test_patchkit_source_says_what_the_tree_is(tmp_path: Path, fork: Path, stand
         f"build-commit: {stand_in.head[:8]}\n"
         f"patch: {patch_sha}  {PATCH_NAME}\n")
     assert result["patches"] == [{"name": PATCH_NAME, "sha256": patch_sha}]
+    # The long part is said as such, on stderr: a CI log must not show "fetching" while xz runs.
+    assert f"dist s.tar.xz: writing llama.cpp-{version}/ into s.tar.xz\n" in done.stderr
 
 
 def test_the_files_are_the_applied_trees(tmp_path: Path, fork: Path) -> None:
