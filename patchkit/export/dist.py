@@ -10,6 +10,7 @@ commit: never now, so building the same thing twice gives the same bytes.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -98,9 +99,10 @@ def make_dist(project: Project, options: DistOptions, hooks: Hooks = Hooks()) ->
     mtime = patched.commit_time if epoch is None else epoch
     top = f"llama.cpp-{patched.version}"
     source = source_text(patched, project.upstream_url, queue)
-    tmp = _create_beside(output)
     if hooks.progress:  # compressing a whole tree can take minutes: say so, not the fetch's line
         hooks.progress(f"writing {top}/ into {output.name}")
+    missing = [folder for folder in output.parents if not folder.exists()]  # deepest first
+    tmp = _create_beside(output)
     try:
         with open(tmp, "wb") as fh:
             digest = tarball.write_tar(fh, compression, patched.mirror.path, patched.tree, top, mtime,
@@ -116,6 +118,9 @@ def make_dist(project: Project, options: DistOptions, hooks: Hooks = Hooks()) ->
         os.replace(tmp, output)
     except BaseException:
         tmp.unlink(missing_ok=True)
+        for folder in missing:  # a failed or interrupted run leaves no empty folders either
+            with contextlib.suppress(OSError):
+                folder.rmdir()
         raise
     atomic_write(sums_path, sums)
     return DistResult(output, compression or "none", file_sha256, size, tar_name, digest.sha256, digest.size,

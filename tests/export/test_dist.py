@@ -175,3 +175,19 @@ def test_a_submodule_is_refused_before_anything_is_written(tmp_path: Path, stand
     with pytest.raises(PatchkitError, match="submodule at 'vendor/lib'"):
         write_tar(out, "gzip", repo, git(repo, "rev-parse", "HEAD^{tree}"), "top", 0, {})
     assert out.getvalue() == b""
+
+
+def test_a_failure_while_writing_leaves_no_file_and_no_folder(tmp_path: Path, stand_in: Upstream) -> None:
+    # A patch adding PATCHKIT-SOURCE is refused only once the tarball is being written.
+    work = tmp_path / "work"
+    git(tmp_path, "clone", "-q", str(stand_in.path), str(work))
+    (work / "PATCHKIT-SOURCE").write_text("mine\n")
+    git(work, "add", "-A")
+    git(work, "commit", "-q", "-m", "add a file dist adds itself")
+    fork = make_fork(tmp_path / "fork", stand_in, lock=False)
+    (fork / "patches" / "clash.patch").write_text(
+        git(work, "format-patch", "-1", "--stdout", "--full-index", "--no-signature") + "\n")
+    (fork / "patches" / "series").write_text("clash.patch\n")
+    done = dist(fork, tmp_path / "new" / "deeper" / "src.tar.gz", "upstream@HEAD")
+    assert done.returncode == 2 and "already has 'PATCHKIT-SOURCE'" in done.stderr, done.stderr
+    assert not (tmp_path / "new").exists()
