@@ -20,7 +20,7 @@ from patchkit.export.formats import OutFile
 def check_target(out: Path, force: bool, keep: Iterable[Path] = (), owned: Iterable[Path] = ()) -> Path:
     """OUT as the folder that will be replaced (a symlink's target), refused before any work unless
     it may be; KEEP are folders it must not hold (the project, the current folder), OWNED folders
-    whose contents are patchkit's (the queue, the cache), which it must not be in."""
+    whose contents are patchkit's (the queue, the cache, the patched checkout), which it must not be in."""
     real = out.absolute().resolve()
     if real.exists() and not real.is_dir():
         raise PatchkitError(f"{out} exists and is not a folder", "give a new or empty folder for the export")

@@ -158,7 +158,7 @@ def test_an_empty_queue_exports_fragments_that_still_work(tmp_path, upstream):
     assert done.returncode == 0 and done.stdout == "0 0\n", done.stderr
 
 
-@pytest.mark.parametrize("inside", ["patches/debian", "cache/debian"])
+@pytest.mark.parametrize("inside", ["patches/debian", "cache/debian", "llama.cpp/debian"])
 def test_never_a_folder_inside_the_queue_or_the_cache(locked, inside):
     proc = run_cli("export", "debian", inside, "--no-fetch", cwd=locked.root)
     assert proc.returncode == 2 and f"{inside} is inside " in proc.stderr
