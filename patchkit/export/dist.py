@@ -10,7 +10,6 @@ commit: never now, so building the same thing twice gives the same bytes.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import re
@@ -20,6 +19,7 @@ from pathlib import Path
 
 from patchkit.errors import PatchkitError
 from patchkit.export import sha256sums, tarball
+from patchkit.export.folder import missing_folders, remove_empty
 from patchkit.export.patched import PatchedQueue, patched_queue
 from patchkit.fileio import atomic_write, ensure_writable
 from patchkit.project import Project
@@ -101,7 +101,7 @@ def make_dist(project: Project, options: DistOptions, hooks: Hooks = Hooks()) ->
     source = source_text(patched, project.upstream_url, queue)
     if hooks.progress:  # compressing a whole tree can take minutes: say so, not the fetch's line
         hooks.progress(f"writing {top}/ into {output.name}")
-    missing = [folder for folder in output.parents if not folder.exists()]  # deepest first
+    made = missing_folders(output)
     tmp = _create_beside(output)
     try:
         with open(tmp, "wb") as fh:
@@ -118,9 +118,7 @@ def make_dist(project: Project, options: DistOptions, hooks: Hooks = Hooks()) ->
         os.replace(tmp, output)
     except BaseException:
         tmp.unlink(missing_ok=True)
-        for folder in missing:  # a failed or interrupted run leaves no empty folders either
-            with contextlib.suppress(OSError):
-                folder.rmdir()
+        remove_empty(made)  # a failed or interrupted run leaves no empty folders either
         raise
     atomic_write(sums_path, sums)
     return DistResult(output, compression or "none", file_sha256, size, tar_name, digest.sha256, digest.size,

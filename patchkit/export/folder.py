@@ -7,6 +7,7 @@ replaced only with --force, and never when it holds the project or the current f
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import shutil
@@ -44,6 +45,7 @@ def check_target(out: Path, force: bool, keep: Iterable[Path] = (), owned: Itera
 def write_folder(out: Path, files: Iterable[OutFile], force: bool) -> None:
     """Write FILES as the folder OUT (checked by check_target), replacing it in one rename."""
     real = check_target(out, force)
+    made = missing_folders(real)
     real.parent.mkdir(parents=True, exist_ok=True)
     # os.mkdir and open() honour the umask, so the folder gets the modes a plain write would give.
     new = _sibling(real, "new")
@@ -66,7 +68,19 @@ def write_folder(out: Path, files: Iterable[OutFile], force: bool) -> None:
             os.rename(new, real)
     except BaseException:
         shutil.rmtree(new, ignore_errors=True)
+        remove_empty(made)
         raise
+
+
+def missing_folders(path: Path) -> list[Path]:
+    """PATH's folders that do not exist yet, deepest first: a write that fails removes them again."""
+    return [folder for folder in path.parents if not folder.exists()]
+
+
+def remove_empty(folders: Iterable[Path]) -> None:
+    for folder in folders:
+        with contextlib.suppress(OSError):  # not empty: someone else's files are in it now
+            folder.rmdir()
 
 
 def _sibling(real: Path, what: str) -> Path:

@@ -65,6 +65,23 @@ def test_a_folder_with_files_is_replaced_only_with_force(locked, tmp_path):
     assert set(files_of(out)) == {PATCH_NAME, "series"}
 
 
+def test_an_interrupted_write_leaves_no_folder_behind(locked, tmp_path, monkeypatch):
+    from patchkit.export.formats import Format
+    from patchkit.export.run import ExportOptions, run_export
+
+    write_bytes = Path.write_bytes
+
+    def interrupted(self, data):  # Ctrl-C while the export's own files are written
+        if ".patchkit-new-" in str(self):
+            raise KeyboardInterrupt
+        return write_bytes(self, data)
+
+    monkeypatch.setattr(Path, "write_bytes", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run_export(locked, ExportOptions(Format.QUILT, tmp_path / "new" / "deeper" / "out", fetch=False))
+    assert not (tmp_path / "new").exists()
+
+
 def test_never_a_folder_that_holds_the_project(locked):
     proc = run_cli("export", "quilt", str(locked.root), "--force", "--no-fetch", cwd=locked.root)
     assert proc.returncode == 2 and "holds" in proc.stderr
