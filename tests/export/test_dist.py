@@ -147,6 +147,11 @@ def test_sha256sums_checks_out_and_keeps_other_files_lines(tmp_path: Path, fork:
     assert checked.returncode == 0 and checked.stdout == "src.tar.xz: OK\n", checked.stdout + checked.stderr
     unpacked = subprocess.run(["xz", "-dc", "src.tar.xz"], cwd=out, capture_output=True, check=True).stdout
     assert sha256(unpacked) == result["tar_sha256"]
+    # A line `sha256sum --tag` wrote for the same file is replaced too, not left to fail the check.
+    (out / "SHA256SUMS").write_text(f"SHA256 (src.tar.xz) = {'3' * 64}\n" + other)
+    report(dist(fork, out / "src.tar.xz"))
+    assert (out / "SHA256SUMS").read_text() == (
+        other + f"{result['tar_sha256']}  src.tar\n" + f"{result['sha256']}  src.tar.xz\n")
     # A plain tar is one file, one line.
     plain = report(dist(fork, out / "src.tar"))
     assert (out / "SHA256SUMS").read_text().count("  src.tar\n") == 1 and plain["tar_sha256"] == plain["sha256"]
