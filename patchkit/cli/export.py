@@ -31,7 +31,8 @@ def export_command(
     site checks, for a binary patch in any format but mbox, and for a patch name rpm or makepkg
     would misread (rpm: letters, digits and . _ + , = @ - only). OUT is written whole or not at
     all, never inside patches/, the cache or the patched checkout. Every fragment's first lines
-    name the version (b<N>+pk<count>.<hash>) and the upstream commit. Layouts (NAME: each patch's name in patches/series, listed in series order):
+    name the version (b<N>+pk<count>.<hash>) and the upstream commit. Layouts (NAME: each patch's
+    name in patches/series, listed in series order):
 
       debian  patches/series, patches/NAME with DEP-3 headers, patchkit.mk (PATCHKIT_CMAKE_FLAGS)\n
       quilt   series, NAME (the format-patch mails as they are)\n

@@ -27,8 +27,8 @@ def dep3_patch(exported: ExportedPatch) -> bytes:
 
 
 def _trailer_lines(body: str, trailers: dict[str, str]) -> list[tuple[str, str]]:
-    """The trailer lines of BODY in order, each one: TRAILERS keeps only the last value of a key,
-    and two Signed-off-by: lines must both become fields."""
+    """Every trailer line of BODY, in order: TRAILERS keeps only the last value of each key, but
+    two Reviewed-by: lines are two fields."""
     paragraphs = body.strip().split("\n\n")
     pairs = [line.partition(": ")[::2] for line in paragraphs[-1].splitlines()]
     return [(key, value) for key, value in pairs if key in trailers and value]

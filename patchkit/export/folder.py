@@ -1,8 +1,9 @@
 """The export folder: written whole or not at all.
 
 Everything is written into a new folder beside OUT, which is then renamed into place; a failed
-export leaves OUT as it was. OUT may be missing or an empty folder; a folder with files in it is
-replaced only with --force, and never when it holds the project or the current folder.
+export leaves OUT as it was, and no folders made for it. OUT may be missing or an empty folder; a
+folder with files in it is replaced only with --force, and never when it holds the project or the
+current folder. OUT is never inside a folder patchkit keeps for itself (the queue, the cache).
 """
 
 from __future__ import annotations
