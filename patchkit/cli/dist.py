@@ -52,7 +52,7 @@ def dist_command(
     options = DistOptions(output=output, spec=spec, upstream=upstream, fetch=not no_fetch,
                           source_date_epoch=os.environ.get("SOURCE_DATE_EPOCH"))
     check_options(options)  # before any progress line
-    with progress_display(f"fetching {upstream or project.upstream_url}") as progress:
+    with progress_display(f"dist {output.name}") as progress:
         result = make_dist(project, options, Hooks(progress=progress, warn=warn))
     emit({json_out: lambda: render.to_json(result)},
          lambda: render.render_terminal(result, console()) if not is_quiet() else print(render.summary_line(result)))

@@ -28,9 +28,11 @@ def export_command(
     patchkit puts it, and applying them all gives the tree `patchkit apply` gives.
 
     Refused (exit 2, OUT untouched) unless every patch is good there without fuzz and passes its
-    site checks, and for a binary patch in any format but mbox. OUT is written whole or not at
-    all. Every fragment's first lines name the version (b<N>+pk<count>.<hash>) and the upstream
-    commit. Layouts (NAME: each patch's name in patches/series, listed in series order):
+    site checks, for a binary patch in any format but mbox, and for a patch name rpm or makepkg
+    would misread (rpm: letters, digits and . _ + , = @ - only). OUT is written whole or not at
+    all, never inside patches/, the cache or the patched checkout. Every fragment's first lines
+    name the version (b<N>+pk<count>.<hash>) and the upstream commit. Layouts (NAME: each patch's
+    name in patches/series, listed in series order):
 
       debian  patches/series, patches/NAME with DEP-3 headers, patchkit.mk (PATCHKIT_CMAKE_FLAGS)\n
       quilt   series, NAME (the format-patch mails as they are)\n

@@ -21,9 +21,17 @@ def dep3_patch(exported: ExportedPatch) -> bytes:
         raise ValueError(f"{exported.name}: not in the refresh format")
     fields = [("Description", _description(patch.subject, _long_description(patch.body, patch.trailers))),
               ("Author", f"{patch.author.name} <{patch.author.email}>")]
-    fields += [(key, value) for key, value in patch.trailers.items() if key not in _GENERATED]
+    fields += [(key, value) for key, value in _trailer_lines(patch.body, patch.trailers) if key not in _GENERATED]
     header = "".join(f"{key}: {value}\n" for key, value in fields)
     return f"{header}---\ndiff --git {diff}".encode("utf-8", errors="surrogateescape")
+
+
+def _trailer_lines(body: str, trailers: dict[str, str]) -> list[tuple[str, str]]:
+    """Every trailer line of BODY, in order: TRAILERS keeps only the last value of each key, but
+    two Reviewed-by: lines are two fields."""
+    paragraphs = body.strip().split("\n\n")
+    pairs = [line.partition(": ")[::2] for line in paragraphs[-1].splitlines()]
+    return [(key, value) for key, value in pairs if key in trailers and value]
 
 
 def _long_description(body: str, trailers: dict[str, str]) -> str:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from patchkit.errors import PatchkitError
 from patchkit.export import sha256sums, tarball
+from patchkit.export.folder import missing_folders, remove_empty
 from patchkit.export.patched import PatchedQueue, patched_queue
 from patchkit.fileio import atomic_write, ensure_writable
 from patchkit.project import Project
@@ -26,7 +27,10 @@ from patchkit.workflow import Hooks
 
 SOURCE_FILE = "PATCHKIT-SOURCE"
 SUMS_FILE = "SHA256SUMS"
-_EPOCH = re.compile(r"^[0-9]+$")
+_EPOCH = re.compile(r"[0-9]+")
+# The latest time a ustar header holds (11 octal digits: year 2242). A later one would go into a
+# PAX header on every entry, which GNU tar refuses beyond 64 bits; no source is dated that late.
+_LATEST_EPOCH = 8**11 - 1
 
 
 @dataclass(frozen=True)
@@ -81,8 +85,9 @@ def source_date_epoch(value: str | None) -> int | None:
     """SOURCE_DATE_EPOCH as reproducible-builds.org defines it: seconds since 1970, a plain integer."""
     if value is None:
         return None
-    if not _EPOCH.match(value):
-        raise PatchkitError(f"SOURCE_DATE_EPOCH={value!r} is not a number of seconds since 1970",
+    if not _EPOCH.fullmatch(value) or int(value) > _LATEST_EPOCH:
+        raise PatchkitError(f"SOURCE_DATE_EPOCH={value!r} is not a number of seconds since 1970 "
+                            f"(at most {_LATEST_EPOCH})",
                             "set it to an integer such as $(git log -1 --format=%ct), or unset it")
     return int(value)
 
@@ -94,6 +99,9 @@ def make_dist(project: Project, options: DistOptions, hooks: Hooks = Hooks()) ->
     mtime = patched.commit_time if epoch is None else epoch
     top = f"llama.cpp-{patched.version}"
     source = source_text(patched, project.upstream_url, queue)
+    if hooks.progress:  # compressing a whole tree can take minutes: say so, not the fetch's line
+        hooks.progress(f"writing {top}/ into {output.name}")
+    made = missing_folders(output)
     tmp = _create_beside(output)
     try:
         with open(tmp, "wb") as fh:
@@ -110,6 +118,7 @@ def make_dist(project: Project, options: DistOptions, hooks: Hooks = Hooks()) ->
         os.replace(tmp, output)
     except BaseException:
         tmp.unlink(missing_ok=True)
+        remove_empty(made)  # a failed or interrupted run leaves no empty folders either
         raise
     atomic_write(sums_path, sums)
     return DistResult(output, compression or "none", file_sha256, size, tar_name, digest.sha256, digest.size,

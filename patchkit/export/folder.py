@@ -1,12 +1,14 @@
 """The export folder: written whole or not at all.
 
 Everything is written into a new folder beside OUT, which is then renamed into place; a failed
-export leaves OUT as it was. OUT may be missing or an empty folder; a folder with files in it is
-replaced only with --force, and never when it holds the project or the current folder.
+export leaves OUT as it was, and no folders made for it. OUT may be missing or an empty folder; a
+folder with files in it is replaced only with --force, and never when it holds the project or the
+current folder. OUT is never inside a folder patchkit keeps for itself (the queue, the cache).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import shutil
@@ -17,9 +19,10 @@ from patchkit.errors import PatchkitError
 from patchkit.export.formats import OutFile
 
 
-def check_target(out: Path, force: bool, keep: Iterable[Path] = ()) -> Path:
+def check_target(out: Path, force: bool, keep: Iterable[Path] = (), owned: Iterable[Path] = ()) -> Path:
     """OUT as the folder that will be replaced (a symlink's target), refused before any work unless
-    it may be; KEEP are folders it must not hold (the project, the current folder)."""
+    it may be; KEEP are folders it must not hold (the project, the current folder), OWNED folders
+    whose contents are patchkit's (the queue, the cache, the patched checkout), which it must not be in."""
     real = out.absolute().resolve()
     if real.exists() and not real.is_dir():
         raise PatchkitError(f"{out} exists and is not a folder", "give a new or empty folder for the export")
@@ -27,6 +30,10 @@ def check_target(out: Path, force: bool, keep: Iterable[Path] = ()) -> Path:
         if folder.resolve().is_relative_to(real):
             raise PatchkitError(f"{out} holds {folder}, which an export would replace",
                                 "give a folder of its own for the export")
+    for folder in owned:
+        if real.is_relative_to(folder.resolve()):
+            raise PatchkitError(f"{out} is inside {folder}, whose files are patchkit's own",
+                                "give a folder outside it for the export")
     if real.is_dir() and any(real.iterdir()) and not force:
         raise PatchkitError(f"{out} is not empty",
                             "give a new or empty folder, or --force to replace everything in it")
@@ -39,6 +46,7 @@ def check_target(out: Path, force: bool, keep: Iterable[Path] = ()) -> Path:
 def write_folder(out: Path, files: Iterable[OutFile], force: bool) -> None:
     """Write FILES as the folder OUT (checked by check_target), replacing it in one rename."""
     real = check_target(out, force)
+    made = missing_folders(real)
     real.parent.mkdir(parents=True, exist_ok=True)
     # os.mkdir and open() honour the umask, so the folder gets the modes a plain write would give.
     new = _sibling(real, "new")
@@ -61,7 +69,19 @@ def write_folder(out: Path, files: Iterable[OutFile], force: bool) -> None:
             os.rename(new, real)
     except BaseException:
         shutil.rmtree(new, ignore_errors=True)
+        remove_empty(made)
         raise
+
+
+def missing_folders(path: Path) -> list[Path]:
+    """PATH's folders that do not exist yet, deepest first: a write that fails removes them again."""
+    return [folder for folder in path.parents if not folder.exists()]
+
+
+def remove_empty(folders: Iterable[Path]) -> None:
+    for folder in folders:
+        with contextlib.suppress(OSError):  # not empty: someone else's files are in it now
+            folder.rmdir()
 
 
 def _sibling(real: Path, what: str) -> Path:

@@ -52,6 +52,11 @@ class OutFile:
 
 
 _NIX_PATH = re.compile(r"^[A-Za-z0-9._+-]+(/[A-Za-z0-9._+-]+)*$")
+# rpm finds a patch by its file name in one folder, and %autosetup puts that name through macro
+# expansion and then into an unquoted shell command: nothing there may mean anything.
+_RPM_NAME = re.compile(r"[A-Za-z0-9._+,=@-]+")
+# makepkg finds a source by its file name in one folder, and reads `NAME::URL` as a rename.
+_ARCH_NAME = re.compile(r"(?!.*::)[^/]+")
 
 
 def render(queue: PatchedQueue, fmt: Format) -> tuple[OutFile, ...]:
@@ -86,12 +91,12 @@ def _series(queue: PatchedQueue, fmt: Format) -> bytes:
     return (_header(queue, fmt, []) + "".join(f"{p.name}\n" for p in queue.patches)).encode()
 
 
-def _flat_names(queue: PatchedQueue, fmt: Format) -> None:
-    """rpm and makepkg find a patch by its file name alone, in one folder."""
-    nested = [p.name for p in queue.patches if "/" in p.name]
-    if nested:
-        raise PatchkitError(f"{fmt.value} cannot carry patches in subfolders: {', '.join(nested)}",
-                            "list them in patches/series without a folder")
+def _require_names(queue: PatchedQueue, fmt: Format, allowed: re.Pattern[str], why: str) -> None:
+    """Refuse, naming them, the patch names FMT's build would read as something else."""
+    bad = [p.name for p in queue.patches if not allowed.fullmatch(p.name)]
+    if bad:
+        raise PatchkitError(f"{fmt.value} cannot carry {', '.join(bad)}: {why}",
+                            "rename the patch files and their lines in patches/series")
 
 
 def _debian(queue: PatchedQueue) -> list[OutFile]:
@@ -112,7 +117,8 @@ def _quilt(queue: PatchedQueue) -> list[OutFile]:
 
 
 def _rpm(queue: PatchedQueue) -> list[OutFile]:
-    _flat_names(queue, Format.RPM)
+    _require_names(queue, Format.RPM, _RPM_NAME, "rpm's %autosetup takes plain file names only "
+                   "(letters, digits and . _ + , = @ -, no folders)")
     flags = " ".join(_cmake_flags(queue))
 
     def header(usage: str) -> str:
@@ -146,7 +152,7 @@ def _nix(queue: PatchedQueue) -> list[OutFile]:
 
 
 def _arch(queue: PatchedQueue) -> list[OutFile]:
-    _flat_names(queue, Format.ARCH)
+    _require_names(queue, Format.ARCH, _ARCH_NAME, "makepkg takes file names without folders or `::`")
     files = _patch_files(queue)
     usage = ['In the PKGBUILD, after source=() and sha256sums=(): . "$startdir/PKGBUILD.patchkit"',
              "in prepare(), in the source folder: _patchkit_prepare",
@@ -157,7 +163,9 @@ def _arch(queue: PatchedQueue) -> list[OutFile]:
             + "source+=(\n" + "".join(f"  {shlex.quote(f.path)}\n" for f in files) + ")\n"
             + "sha256sums+=(\n" + "".join(f"  '{f.sha256}'\n" for f in files) + ")\n"
             + "_patchkit_prepare() {\n"
-            + "".join(f'  patch -Np1 -F0 -i "$srcdir"/{shlex.quote(f.path)}\n' for f in files) + "}\n")
+            # `:` keeps the function valid bash when the queue is empty
+            + ("".join(f'  patch -Np1 -F0 -i "$srcdir"/{shlex.quote(f.path)}\n' for f in files) or "  :\n")
+            + "}\n")
     return [*files, OutFile("PKGBUILD.patchkit", text.encode())]
 
 

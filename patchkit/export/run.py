@@ -51,7 +51,8 @@ class ExportReport:
 
 
 def run_export(project: Project, options: ExportOptions, hooks: Hooks = Hooks()) -> ExportReport:
-    check_target(options.out, options.force, keep=(project.root, project.patches_dir, Path.cwd()))  # before the apply's work
+    owned = (project.patches_dir, project.cache_dir, project.output_dir)
+    check_target(options.out, options.force, keep=(project.root, *owned, Path.cwd()), owned=owned)  # before any work
     queue = patched_queue(project, options.spec, options.upstream, options.fetch, hooks)
     binary = [p.name for p in queue.patches if p.binary]
     if binary and options.format is not Format.MBOX:

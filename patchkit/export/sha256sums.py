@@ -6,9 +6,12 @@ replaced, the others kept as they are, all sorted by name.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from patchkit.errors import PatchkitError
+
+_TAGGED = re.compile(r"SHA256 \((.*)\) = [0-9a-fA-F]{64}")
 
 
 def check_name(name: str) -> str:
@@ -30,8 +33,12 @@ def updated(existing: bytes | None, sums: dict[str, str]) -> bytes:
 
 
 def _name(line: bytes) -> str:
-    """The file a `HASH  NAME` or `HASH *NAME` line is about (a line of another form: itself)."""
+    """The file a `HASH  NAME`, `HASH *NAME` or `SHA256 (NAME) = HASH` (`sha256sum --tag`) line is
+    about (a line of another form: itself)."""
     text = line.rstrip(b"\r\n").decode("utf-8", "surrogateescape")
+    tagged = _TAGGED.fullmatch(text)
+    if tagged:
+        return tagged.group(1)
     _digest, sep, rest = text.partition(" ")
     if sep and rest[:1] in (" ", "*"):
         return rest[1:]

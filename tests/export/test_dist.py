@@ -62,7 +62,7 @@ def test_source_date_epoch_wins_over_the_commit_date(tmp_path: Path, fork: Path,
     assert pinned["tar_sha256"] != dated["tar_sha256"]
 
 
-@pytest.mark.parametrize("value", ["yesterday", "-5", "1.5", ""])
+@pytest.mark.parametrize("value", ["yesterday", "-5", "1.5", "", "5\n", "8589934592", "99999999999999999999"])
 def test_a_bad_source_date_epoch_is_refused_before_any_work(tmp_path: Path, stand_in: Upstream, value: str) -> None:
     fork = make_fork(tmp_path / "fork", stand_in, lock=False)
     done = dist(fork, tmp_path / "out" / "x.tar", "upstream@HEAD", env={"SOURCE_DATE_EPOCH": value})
@@ -99,7 +99,8 @@ def test_entries_are_sorted_owned_by_root_and_normalised(tmp_path: Path, fork: P
 
 
 def test_patchkit_source_says_what_the_tree_is(tmp_path: Path, fork: Path, stand_in: Upstream) -> None:
-    result = report(dist(fork, tmp_path / "s.tar.xz"))
+    done = dist(fork, tmp_path / "s.tar.xz")
+    result = report(done)
     patch_sha = sha256((fork / "patches" / PATCH_NAME).read_bytes())
     manifest = f"{patch_sha}  {PATCH_NAME}\n"  # the version's hash, as patchkit.export.version documents it
     version = f"b3+pk1.{sha256(manifest.encode())[:8]}"
@@ -112,6 +113,8 @@ def test_patchkit_source_says_what_the_tree_is(tmp_path: Path, fork: Path, stand
         f"build-commit: {stand_in.head[:8]}\n"
         f"patch: {patch_sha}  {PATCH_NAME}\n")
     assert result["patches"] == [{"name": PATCH_NAME, "sha256": patch_sha}]
+    # The long part is said as such, on stderr: a CI log must not show "fetching" while xz runs.
+    assert f"dist s.tar.xz: writing llama.cpp-{version}/ into s.tar.xz\n" in done.stderr
 
 
 def test_the_files_are_the_applied_trees(tmp_path: Path, fork: Path) -> None:
@@ -144,6 +147,11 @@ def test_sha256sums_checks_out_and_keeps_other_files_lines(tmp_path: Path, fork:
     assert checked.returncode == 0 and checked.stdout == "src.tar.xz: OK\n", checked.stdout + checked.stderr
     unpacked = subprocess.run(["xz", "-dc", "src.tar.xz"], cwd=out, capture_output=True, check=True).stdout
     assert sha256(unpacked) == result["tar_sha256"]
+    # A line `sha256sum --tag` wrote for the same file is replaced too, not left to fail the check.
+    (out / "SHA256SUMS").write_text(f"SHA256 (src.tar.xz) = {'3' * 64}\n" + other)
+    report(dist(fork, out / "src.tar.xz"))
+    assert (out / "SHA256SUMS").read_text() == (
+        other + f"{result['tar_sha256']}  src.tar\n" + f"{result['sha256']}  src.tar.xz\n")
     # A plain tar is one file, one line.
     plain = report(dist(fork, out / "src.tar"))
     assert (out / "SHA256SUMS").read_text().count("  src.tar\n") == 1 and plain["tar_sha256"] == plain["sha256"]
@@ -172,3 +180,19 @@ def test_a_submodule_is_refused_before_anything_is_written(tmp_path: Path, stand
     with pytest.raises(PatchkitError, match="submodule at 'vendor/lib'"):
         write_tar(out, "gzip", repo, git(repo, "rev-parse", "HEAD^{tree}"), "top", 0, {})
     assert out.getvalue() == b""
+
+
+def test_a_failure_while_writing_leaves_no_file_and_no_folder(tmp_path: Path, stand_in: Upstream) -> None:
+    # A patch adding PATCHKIT-SOURCE is refused only once the tarball is being written.
+    work = tmp_path / "work"
+    git(tmp_path, "clone", "-q", str(stand_in.path), str(work))
+    (work / "PATCHKIT-SOURCE").write_text("mine\n")
+    git(work, "add", "-A")
+    git(work, "commit", "-q", "-m", "add a file dist adds itself")
+    fork = make_fork(tmp_path / "fork", stand_in, lock=False)
+    (fork / "patches" / "clash.patch").write_text(
+        git(work, "format-patch", "-1", "--stdout", "--full-index", "--no-signature") + "\n")
+    (fork / "patches" / "series").write_text("clash.patch\n")
+    done = dist(fork, tmp_path / "new" / "deeper" / "src.tar.gz", "upstream@HEAD")
+    assert done.returncode == 2 and "already has 'PATCHKIT-SOURCE'" in done.stderr, done.stderr
+    assert not (tmp_path / "new").exists()

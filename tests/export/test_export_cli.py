@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -62,6 +63,23 @@ def test_a_folder_with_files_is_replaced_only_with_force(locked, tmp_path):
     proc = run_cli("export", "quilt", str(out), "--no-fetch", "--force", cwd=locked.root)
     assert proc.returncode == 0, proc.stderr
     assert set(files_of(out)) == {PATCH_NAME, "series"}
+
+
+def test_an_interrupted_write_leaves_no_folder_behind(locked, tmp_path, monkeypatch):
+    from patchkit.export.formats import Format
+    from patchkit.export.run import ExportOptions, run_export
+
+    write_bytes = Path.write_bytes
+
+    def interrupted(self, data):  # Ctrl-C while the export's own files are written
+        if ".patchkit-new-" in str(self):
+            raise KeyboardInterrupt
+        return write_bytes(self, data)
+
+    monkeypatch.setattr(Path, "write_bytes", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run_export(locked, ExportOptions(Format.QUILT, tmp_path / "new" / "deeper" / "out", fetch=False))
+    assert not (tmp_path / "new").exists()
 
 
 def test_never_a_folder_that_holds_the_project(locked):
@@ -122,11 +140,46 @@ def test_rpm_and_arch_refuse_patches_in_subfolders(tmp_path, upstream):
     (fork / "patches" / "series").write_text(f"server/{PATCH_NAME}\n")
     for fmt in ("rpm", "arch"):
         proc = run_cli("export", fmt, str(tmp_path / fmt), "--at", "upstream@master", cwd=fork)
-        assert proc.returncode == 2 and f"{fmt} cannot carry patches in subfolders: server/{PATCH_NAME}" in proc.stderr
+        assert proc.returncode == 2 and f"{fmt} cannot carry server/{PATCH_NAME}: " in proc.stderr
     proc = run_cli("export", "nix", str(tmp_path / "nix"), "--at", "upstream@master", cwd=fork)
     assert proc.returncode == 0, proc.stderr
     assert f"  ./server/{PATCH_NAME}\n" in (tmp_path / "nix" / "patches.nix").read_text()
     assert (tmp_path / "nix" / "server" / PATCH_NAME).is_file()
+
+
+def test_rpm_refuses_names_its_macros_or_shell_would_change_and_arch_quotes_them(tmp_path, upstream):
+    # %autosetup expands %{name} in a patch's path, then runs it unquoted through the shell ($HOME)
+    name = "fix$HOME%{name}.patch"
+    fork = write_project(tmp_path / "fork", str(upstream.path), [])
+    shutil.copy(seed_patch_path(), fork / "patches" / name)
+    (fork / "patches" / "series").write_text(f"{name}\n")
+    proc = run_cli("export", "rpm", str(tmp_path / "rpm"), "--at", "upstream@master", cwd=fork)
+    assert proc.returncode == 2 and f"rpm cannot carry {name}: " in proc.stderr
+    assert not (tmp_path / "rpm").exists()
+    proc = run_cli("export", "arch", str(tmp_path / "arch"), "--at", "upstream@master", cwd=fork)
+    assert proc.returncode == 0, proc.stderr
+    listed = subprocess.run(["bash", "-euc", '. ./PKGBUILD.patchkit; printf "%s\\n" "${source[@]}"'],
+                            cwd=tmp_path / "arch", capture_output=True, text=True, check=True).stdout
+    assert listed == f"{name}\n" and (tmp_path / "arch" / name).is_file()
+
+
+def test_an_empty_queue_exports_fragments_that_still_work(tmp_path, upstream):
+    fork = write_project(tmp_path / "fork", str(upstream.path), [])
+    for fmt in ("debian", "quilt", "rpm", "nix", "arch", "gentoo", "mbox"):
+        proc = run_cli("export", fmt, str(tmp_path / fmt), "--at", "upstream@master", cwd=fork)
+        assert proc.returncode == 0, proc.stderr
+    # A function with an empty body is a bash syntax error: makepkg could not even read the PKGBUILD.
+    done = subprocess.run(["bash", "-euc", "srcdir=$PWD; . ./PKGBUILD.patchkit; _patchkit_prepare; "
+                           'echo "${#source[@]} ${#sha256sums[@]}"'],
+                          cwd=tmp_path / "arch", capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout == "0 0\n", done.stderr
+
+
+@pytest.mark.parametrize("inside", ["patches/debian", "cache/debian", "llama.cpp/debian"])
+def test_never_a_folder_inside_the_queue_or_the_cache(locked, inside):
+    proc = run_cli("export", "debian", inside, "--no-fetch", cwd=locked.root)
+    assert proc.returncode == 2 and f"{inside} is inside " in proc.stderr
+    assert not (locked.root / inside).exists()
 
 
 def test_an_unknown_format_is_a_usage_error(project, tmp_path):

@@ -18,10 +18,12 @@ Why distributions build it this way.
 
   An indented example line,
 and a second paragraph.
+Note: a colon in prose, not a trailer.
 
 Bug: https://github.com/ggml-org/llama.cpp/issues/1
 Applied-Upstream: 1.2, https://github.com/ggml-org/llama.cpp/commit/0123abcd
 Reviewed-by: Ann Reviewer <ann@example.invalid>
+Reviewed-by: Bo Reviewer <bo@example.invalid>
 """
 
 
@@ -48,10 +50,12 @@ def test_paragraphs_and_trailers_become_dep3_fields(tmp_path, upstream):
                       " .\n"
                       "   An indented example line,\n"
                       " and a second paragraph.\n"
+                      " Note: a colon in prose, not a trailer.\n"
                       "Author: Zoë Packager <zoe@example.invalid>\n"
                       "Bug: https://github.com/ggml-org/llama.cpp/issues/1\n"
                       "Applied-Upstream: 1.2, https://github.com/ggml-org/llama.cpp/commit/0123abcd\n"
-                      "Reviewed-by: Ann Reviewer <ann@example.invalid>")
+                      "Reviewed-by: Ann Reviewer <ann@example.invalid>\n"
+                      "Reviewed-by: Bo Reviewer <bo@example.invalid>")  # every reviewer, not the last one
     assert "Origin" not in header and "Forwarded" not in header and "Last-Update" not in header
     assert diff.startswith("diff --git a/docs/packaging.md b/docs/packaging.md\nnew file mode 100644\n")
     work = checkout(upstream.path, report.upstream_commit, tmp_path / "src")
