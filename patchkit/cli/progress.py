@@ -49,15 +49,20 @@ class PlainStatus:
 
     def say(self, line: str) -> None:
         with self._lock:
-            self._line, self._last, self._fresh = line.strip(), time.monotonic(), False
-            self._console.print(self._line, markup=False, highlight=False)
+            self._line = line.strip()
+        self._print(self._line)
+
+    def _print(self, text: str) -> None:
+        with self._lock:
+            self._last, self._fresh = time.monotonic(), False
+            self._console.print(text, markup=False, highlight=False)
 
     def _beat(self) -> None:
         while not self._stop.wait(self._interval / 3):
             with self._lock:
                 due = self._line and time.monotonic() - self._last >= self._interval
             if due:
-                self.say(f"{self._line} (still running)")
+                self._print(f"{self._line} (still running)")  # the line itself stays as it was
 
 
 @contextlib.contextmanager

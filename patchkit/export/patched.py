@@ -1,17 +1,16 @@
 """The queue as it applies at one upstream commit, ready to hand to a packager.
 
-Both `export` and `dist` start here: the queue is applied in a scratch folder (nothing of the
-user's is touched, nothing is recorded) and must be fully good there, site checks included,
-since a packager's build runs unattended and exit 0 has to mean nobody needs to look. Each
+Both `export` and `dist` start here: the queue is applied in the mirror only (nothing is checked
+out, nothing of the user's is touched, nothing is recorded) and must be fully good there, site
+checks included, since a packager's build runs unattended and exit 0 has to mean nobody needs to
+look. Each
 patch is then regenerated from its commit in the refresh format, so it applies with fuzz 0
 exactly where patchkit put it, merged hunks included.
 """
 
 from __future__ import annotations
 
-import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from patchkit import git
 from patchkit.apply import PatchResult, Verdict
@@ -56,9 +55,8 @@ def patched_queue(project: Project, spec: str = "upstream@locked", upstream: str
     unfuzzed and passes its site checks there."""
     spec = _by_id(project, spec)
     # With fuzz allowed, a patch that needs it says so (and is refused) instead of being a conflict.
-    with tempfile.TemporaryDirectory(prefix="patchkit-export-") as scratch:
-        report = run_apply(project, ApplyOptions(spec=spec, upstream=upstream, fetch=fetch, fuzz=_FUZZ,
-                                                 output=Path(scratch) / "llama.cpp", record=False), hooks)
+    report = run_apply(project, ApplyOptions(spec=spec, upstream=upstream, fetch=fetch, fuzz=_FUZZ,
+                                             record=False, checkout=False), hooks)
     _require_good(report)
     queue = Queue.load(project)
     mirror = Mirror.open(project, upstream)
