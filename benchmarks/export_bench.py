@@ -11,12 +11,11 @@ Prints the medians and the ratios. Usage: python benchmarks/export_bench.py [--r
 from __future__ import annotations
 
 import shutil
-import statistics
 import sys
 import tempfile
 from pathlib import Path
 
-from apply_bench import bulk_arguments, bulk_fork, timed  # the same set-up and timing
+from apply_bench import bulk_arguments, bulk_fork, print_medians, timed  # the same set-up and timing
 
 
 def main() -> None:
@@ -46,11 +45,7 @@ def main() -> None:
                 shutil.rmtree(tree, ignore_errors=True)
                 results[name].append(timed(steps, fork))
 
-    print(f"upstream: {args.files} files; queue: {len(patches)} patches, every hunk offset; "
-          f"{args.runs} runs each, median wall time")
-    medians = {name: statistics.median(times) for name, times in results.items()}
-    for name, median in medians.items():
-        print(f"  {name:28s} {median:7.3f} s")
+    medians = print_medians(results, args)
     print(f"ratio export / git am -3:            {medians['patchkit export quilt'] / medians['git clone + git am -3']:.2f}x")
     print(f"ratio dist / git am -3 + git archive: "
           f"{medians['patchkit dist (.tar.gz)'] / medians['... + git archive (.tar.gz)']:.2f}x")
