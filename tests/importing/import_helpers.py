@@ -4,10 +4,11 @@ with commits to import, and the patches/ folder's bytes to compare."""
 from __future__ import annotations
 
 import hashlib
+import re
 import subprocess
 from pathlib import Path
 
-from conftest import git_identity, write_project
+from conftest import git_identity, seed_patch_path, write_project
 
 AT = "upstream@b1000"
 
@@ -91,3 +92,35 @@ def series(project_root: Path) -> list[str]:
 def plain_diff(repo: Path, commit: str) -> str:
     """The commit's change as a bare unified diff (no mail header at all)."""
     return git("diff", f"{commit}^", commit, cwd=repo) + "\n"
+
+
+# The seed as the Gentoo overlay carries it (patch 6 of 18): this header, the queue's diff.
+GENTOO_HEADER = """\
+From 8b2e18efdd5d22b27da16d46b192b82445604a8d Mon Sep 17 00:00:00 2001
+From: Mike Lothian <mike@fireburn.co.uk>
+Date: Sun, 27 Sep 2026 15:06:40 +0100
+Subject: [PATCH 06/18] server : keep speculative checkpoints on device
+
+Assisted-by: Claude Code (Claude Opus 5.5)
+---
+ tools/server/server-context.cpp | 14 ++++++++------
+ 1 file changed, 8 insertions(+), 6 deletions(-)
+
+"""
+
+
+def web_copy(text: str) -> str:
+    """What the web page made of a patch: tags stripped, every whitespace run one space (this
+    gives ../shared/seeds/web-copy-of-the-patch.txt byte for byte from the clean seed)."""
+    return " ".join(re.sub(r"<[A-Za-z/!?][^>]*>", "", text).split())
+
+
+def clean_seed() -> str:
+    diff = seed_patch_path().read_text()
+    return GENTOO_HEADER + diff[diff.index("diff --git "):]
+
+
+def seed_web_copy() -> str:
+    """../shared/seeds/web-copy-of-the-patch.txt, made here (a clean clone has no ../shared)."""
+    return web_copy(clean_seed())
+

@@ -1,35 +1,20 @@
 """`patchkit import --repair`: the web copy of the on-device patch (newlines collapsed, <...>
-stripped) rebuilt against upstream into a queue entry with the clean patch's effect.
-
-These run once patchkit/importing/repair.py is there (it is built beside this command)."""
+stripped) rebuilt against upstream into a queue entry with the clean patch's effect."""
 
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
 from conftest import REPO, apply, assert_matches_schema, run_cli, seed_patch_path, write_project
-from import_helpers import git, patches_state, series, work_clone
+from import_helpers import git, patches_state, seed_web_copy, series, work_clone
 
 from patchkit.project import Project
 
-pytest.importorskip("patchkit.importing.repair")
-
-SEEDS = REPO.parent / "shared" / "seeds"
 AUTHOR = "Mike Lothian <mike@fireburn.co.uk>"
 NAME = seed_patch_path().name
 SUBJECT = "server : keep speculative checkpoints on device"
-
-
-def web_copy() -> str:
-    """The seed web copy; where the seeds are not beside the repository, the same mangling made
-    from the clean patch (every whitespace run one space, everything in angle brackets gone)."""
-    seed = SEEDS / "web-copy-of-the-patch.txt"
-    if seed.exists():
-        return seed.read_text()
-    return " ".join(re.sub(r"<[^>]*>", "", seed_patch_path().read_text()).split())
 
 
 def init_fork(tmp_path: Path, upstream) -> tuple[Path, dict[str, str]]:
@@ -54,7 +39,7 @@ def applied_tree(tmp_path: Path, upstream, ref: str) -> str:
 def test_the_web_copy_repairs_into_the_clean_patchs_effect(tmp_path, upstream, at):
     root, env = init_fork(tmp_path, upstream)
     web = tmp_path / "web-copy-of-the-patch.txt"
-    web.write_text(web_copy())
+    web.write_text(seed_web_copy())
     report = tmp_path / "import.json"
     result = run_cli("import", "--repair", str(web), "--author", AUTHOR, *(["--at", f"upstream@{at}"] if at else []),
                      "--json", str(report), cwd=root, env=env)
@@ -85,7 +70,7 @@ def test_the_web_copy_repairs_into_the_clean_patchs_effect(tmp_path, upstream, a
 def test_a_stripped_email_is_asked_for_not_guessed(tmp_path, upstream):
     root, env = init_fork(tmp_path, upstream)
     web = tmp_path / "web.txt"
-    web.write_text(web_copy())
+    web.write_text(seed_web_copy())
     before = patches_state(root)
     result = run_cli("import", "--repair", str(web), "--at", "upstream@b1000", cwd=root, env=env)
     assert result.returncode == 2, result.stdout + result.stderr
@@ -105,10 +90,18 @@ def test_a_hunk_whose_place_is_not_unique_is_refused(tmp_path, upstream):
     git("tag", "twin", cwd=repo)
     root, env = init_fork(tmp_path, upstream)
     web = tmp_path / "web.txt"
-    web.write_text(web_copy())
+    web.write_text(seed_web_copy())
     before = patches_state(root)
     result = run_cli("import", "--repair", str(web), "--author", AUTHOR, "--subject", SUBJECT, "--upstream", str(repo),
                      "--at", "upstream@twin", cwd=root, env=env)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "hunk 2" in result.stderr and str(web) in result.stderr
     assert patches_state(root) == before
+
+
+def test_the_web_copy_made_here_is_the_seed():
+    """The tests' web copy is byte for byte the one in ../shared/seeds, where that is at hand."""
+    seed = REPO.parent / "shared" / "seeds" / "web-copy-of-the-patch.txt"
+    if not seed.exists():
+        pytest.skip("../shared/seeds is not beside this clone")
+    assert seed_web_copy() == seed.read_text()

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import git_identity, seed_patch_path
+from import_helpers import clean_seed, web_copy
 from patchkit.errors import PatchkitError
 from patchkit.git import run
 from patchkit.importing.repair import MBOX_LINE, RepairRefused, repair
@@ -16,34 +17,6 @@ from patchkit.queue import read_patch
 
 SERVER = "tools/server/server-context.cpp"
 MIKE = "Mike Lothian <mike@fireburn.co.uk>"
-# The seed as the Gentoo overlay carries it (patch 6 of 18): this header, the queue's diff.
-GENTOO_HEADER = """\
-From 8b2e18efdd5d22b27da16d46b192b82445604a8d Mon Sep 17 00:00:00 2001
-From: Mike Lothian <mike@fireburn.co.uk>
-Date: Sun, 27 Sep 2026 15:06:40 +0100
-Subject: [PATCH 06/18] server : keep speculative checkpoints on device
-
-Assisted-by: Claude Code (Claude Opus 5.5)
----
- tools/server/server-context.cpp | 14 ++++++++------
- 1 file changed, 8 insertions(+), 6 deletions(-)
-
-"""
-
-
-# --- fixture helpers -----------------------------------------------------------------------------
-
-def web_copy(text: str) -> str:
-    """What the web page made of a patch: tags stripped, every whitespace run one space (this
-    gives ../shared/seeds/web-copy-of-the-patch.txt byte for byte from the clean seed)."""
-    return " ".join(re.sub(r"<[A-Za-z/!?][^>]*>", "", text).split())
-
-
-def clean_seed() -> str:
-    diff = seed_patch_path().read_text()
-    return GENTOO_HEADER + diff[diff.index("diff --git "):]
-
-
 def diff_of(mail: str) -> str:
     """The hunks of a mail (from the first `@@`), without format-patch's signature."""
     return re.sub(r"\n-- \n.*\Z", "\n", mail[mail.index("\n@@ ") + 1:], flags=re.S)
