@@ -30,7 +30,7 @@ from patchkit.errors import PatchkitError
 COMPRESSIONS = {".tar": None, ".tar.gz": "gzip", ".tar.xz": "xz"}
 # Fixed settings: the compressed bytes then depend only on the compressor's build.
 _XZ_PRESET = 6  # xz's own default
-_GZIP_LEVEL = 9
+_GZIP_LEVEL = 6  # gzip's and `git archive`'s default: level 9 took 5x as long for 1.5 % less
 _SUBMODULE = "160000"
 
 
