@@ -33,7 +33,7 @@ def dist_command(
 ) -> None:
     """Write the patched tree as a reproducible source tarball, under llama.cpp-<version>/.
 
-    The queue is applied in a scratch folder and must be fully good there (exit 2 otherwise,
+    The queue is applied (nothing is checked out) and must be fully good there (exit 2 otherwise,
     nothing written). The tarball adds PATCHKIT-SOURCE (version, upstream commit, build number and
     commit, the queue) at its top; every entry is dated SOURCE_DATE_EPOCH when set, else at the
     upstream commit. SHA256SUMS beside FILE lists it and the uncompressed .tar, whose sum is the
