@@ -290,11 +290,29 @@ def _binary(section: str, where: str) -> BinaryPatch:
 
 
 def _strip_prefix(name: str, prefix: str, path: Path) -> str:
+    name = _unquote(name)
     if not name.startswith(prefix):
         validate_repo_path(name)  # an absolute or '..' path is named as such
         raise PatchkitError(f"{path}: path {name!r} lacks the {prefix!r} prefix",
                             "patches must be -p1, as git format-patch writes them")
     return validate_repo_path(name[len(prefix):])
+
+
+_C_ESCAPE = re.compile(rb'\\([0-7]{3}|[abtnvfr"\\])')
+_C_ESCAPES = {b"a": 7, b"b": 8, b"t": 9, b"n": 10, b"v": 11, b"f": 12, b"r": 13, b'"': 34, b"\\": 92}
+
+
+def _unquote(name: str) -> str:
+    """A path as git quotes it when it has bytes outside printable ASCII ("a/caf\\303\\251.md"),
+    back to its text (UTF-8; other bytes as surrogate escapes, as every path patchkit reads)."""
+    if len(name) < 2 or name[0] != '"' or name[-1] != '"':
+        return name
+
+    def byte(m: re.Match) -> bytes:
+        code = m.group(1)
+        return bytes([int(code, 8) if len(code) == 3 else _C_ESCAPES[code]])
+
+    return _C_ESCAPE.sub(byte, name[1:-1].encode("utf-8")).decode("utf-8", errors="surrogateescape")
 
 
 def _hunk(index: int, h) -> Hunk:  # h: unidiff Hunk

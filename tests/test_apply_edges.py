@@ -109,6 +109,21 @@ def test_binary_patches_literal_and_delta_with_exact_bytes(tmp_path):
     assert (project.output_dir / "icon.bin").read_bytes() == zlib.compress(PNG)
 
 
+def test_paths_git_quotes_are_applied_where_they_name(tmp_path):
+    """git writes `"a/caf\\303\\251.md"` for a path with bytes outside printable ASCII."""
+    upstream = upstream_repo(tmp_path, {"docs/café.md": lines(3, "c"), 'tab\tand"quote.txt': "t\n"})
+    patches = make_patches(tmp_path, upstream, [
+        ("accents", replace("docs/café.md", "c line 1\n", "c line one\n")),
+        ("escapes", replace('tab\tand"quote.txt', "t\n", "u\n")),
+    ])
+    assert b'"a/docs/caf\\303\\251.md"' in patches[0].read_bytes()
+    project, report = apply(tmp_path, upstream, patches)
+    assert [p.verdict for p in report.patches] == [Verdict.CLEAN, Verdict.CLEAN]
+    assert [h.file for p in report.patches for h in p.hunks] == ["docs/café.md", 'tab\tand"quote.txt']
+    assert (project.output_dir / "docs/café.md").read_text() == "c line 0\nc line one\nc line 2\n"
+    assert (project.output_dir / 'tab\tand"quote.txt').read_text() == "u\n"
+
+
 def test_binary_pre_image_must_match_and_a_present_post_image_is_already_applied(tmp_path):
     changed = PNG[:-1] + b"!"
     upstream = upstream_repo(tmp_path, {"logo.png": PNG})
