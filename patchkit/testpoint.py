@@ -4,7 +4,8 @@
 standard error and sleep until a signal ends it. Unset (always, outside tests) it does nothing.
 The points: `fetch` (at git's first progress line of the mirror fetch), `fast-import` (the
 result written to the mirror), `clone` (the output cloned aside, not yet in place), `checkout`
-(just before it) and `record` (before the bases and the lock are written).
+(just before it), `record` (before the bases and the lock are written) and `import-write` (an
+imported patch file written, the series not yet).
 """
 
 from __future__ import annotations

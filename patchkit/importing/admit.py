@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
+from patchkit import testpoint
 from patchkit.apply import HunkVerdict, PatchResult, Verdict
 from patchkit.errors import PatchkitError
 from patchkit.fileio import atomic_write
@@ -457,6 +458,7 @@ def write_entries(project: Project, files: list[tuple[str, bytes]], series_befor
             if not path.exists():
                 atomic_write(path, data)
                 written.append(path)
+            testpoint.pause("import-write")
         atomic_write(project.series_path, series_text.encode("utf-8"))
     except BaseException:
         for path in written:
