@@ -3,9 +3,8 @@
 Both `export` and `dist` start here: the queue is applied in the mirror only (nothing is checked
 out, nothing of the user's is touched, nothing is recorded) and must be fully good there, site
 checks included, since a packager's build runs unattended and exit 0 has to mean nobody needs to
-look. Each
-patch is then regenerated from its commit in the refresh format, so it applies with fuzz 0
-exactly where patchkit put it, merged hunks included.
+look. Each patch is then regenerated from its commit in the refresh format, so it applies with
+fuzz 0 exactly where patchkit put it, merged hunks included.
 """
 
 from __future__ import annotations
@@ -97,7 +96,7 @@ def _require_good(report: ApplyReport) -> None:
                             "exports and tarballs carry only patches that apply as they are; fix or refresh it first")
     if report.checks is not None and not report.checks.passed:
         raise PatchkitError(f"cannot package the queue at {report.upstream_commit[:12]}: the site checks fail there",
-                            "run `patchkit check` on the applied tree to see which")
+                            f"`patchkit apply upstream@{report.upstream_commit[:12]}` shows which")
 
 
 def _what_failed(result: PatchResult) -> str:

@@ -106,6 +106,17 @@ def test_a_patch_that_needs_fuzz_is_refused_and_out_is_left_as_it_was(project, t
     assert files_of(out) == {"keep": b"mine\n"} and leftovers(out) == []
 
 
+def test_a_queue_whose_site_checks_fail_is_refused(project, tmp_path):
+    """scenario/new-site: the patch applies cleanly, but upstream added a 7th speculative site."""
+    out = tmp_path / "out"
+    proc = run_cli("dist", "upstream@scenario/new-site", "-o", str(out / "src.tar"), cwd=project.root)
+    assert proc.returncode == 2
+    assert "the site checks fail there" in proc.stderr and "patchkit apply upstream@" in proc.stderr
+    proc = run_cli("export", "quilt", str(out), "--at", "upstream@scenario/new-site", cwd=project.root)
+    assert proc.returncode == 2 and "the site checks fail there" in proc.stderr
+    assert not out.exists()
+
+
 def binary_patch(tmp_path: Path, upstream: Path) -> Path:
     """A patch adding a binary file on top of master (and of the seed patch, which does not touch it)."""
     work = tmp_path / "binary-work"
