@@ -195,7 +195,9 @@ def _parse_header(header: str, path: Path) -> tuple[Identity, str, str]:
     subject = _SUBJECT_PREFIX.sub("", subject).strip()
     if not subject:
         raise PatchkitError(f"{path}: no Subject", "add a Subject: line naming what the patch does")
-    return Identity(name, addr, _git_date(fields.get("date"), path)), subject, message.strip()
+    if not fields.get("date"):
+        raise PatchkitError(f"{path}: no Date header", "add `Date: <RFC 2822 date>`")
+    return Identity(name, addr, git_date(fields["date"], path)), subject, message.strip()
 
 
 def _decoded(value: str) -> str:
@@ -218,17 +220,20 @@ def _mail_text(value: str) -> str:
         return raw.decode("latin-1")
 
 
-def _git_date(value: str | None, path: Path) -> str:
-    if not value:
-        raise PatchkitError(f"{path}: no Date header", "add `Date: <RFC 2822 date>`")
+def git_date(value: str, where: object) -> str:
+    """An RFC 2822 date (a mail's Date:) in git's raw form, "<seconds> <+hhmm>"."""
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):
-        raise PatchkitError(f"{path}: unreadable Date {value!r}", "use RFC 2822, as git format-patch writes") from None
+        raise PatchkitError(f"{where}: unreadable Date {value!r}", "use RFC 2822, as git format-patch writes") from None
     offset = when.utcoffset()
-    minutes = int(offset.total_seconds() // 60) if offset else 0
+    return f"{int(when.timestamp())} {git_zone(int(offset.total_seconds() // 60) if offset else 0)}"
+
+
+def git_zone(minutes: int) -> str:
+    """A UTC offset in minutes as git writes it: +0200, -0430."""
     sign = "-" if minutes < 0 else "+"
-    return f"{int(when.timestamp())} {sign}{abs(minutes) // 60:02d}{abs(minutes) % 60:02d}"
+    return f"{sign}{abs(minutes) // 60:02d}{abs(minutes) % 60:02d}"
 
 
 def _trailers(body: str) -> dict[str, str]:

@@ -25,6 +25,7 @@ from pathlib import Path
 from patchkit import git
 from patchkit.errors import PatchkitError
 from patchkit.importing.sources import Piece
+from patchkit.queue import git_date, git_zone
 
 _TRAILER = re.compile(r"^[A-Za-z][A-Za-z0-9-]*: \S")
 _FIELD = re.compile(r"^([A-Za-z][A-Za-z0-9-]*):(?:[ \t]+(.*?))?[ \t]*$")
@@ -278,25 +279,9 @@ def with_trailers(body: str, trailers: list[tuple[str, str]]) -> str:
     return "\n\n".join(paragraphs)
 
 
-def git_date(value: str, source: str) -> str:
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        raise PatchkitError(f"{source}: unreadable date {value!r}",
-                            "use RFC 2822, as git format-patch writes") from None
-    offset = when.utcoffset()
-    minutes = int(offset.total_seconds() // 60) if offset else 0
-    return f"{int(when.timestamp())} {_zone(minutes)}"
-
-
 def import_date(now: float | None = None) -> str:
     seconds = int(time.time() if now is None else now)
-    return f"{seconds} {_zone(time.localtime(seconds).tm_gmtoff // 60)}"
-
-
-def _zone(minutes: int) -> str:
-    sign = "-" if minutes < 0 else "+"
-    return f"{sign}{abs(minutes) // 60:02d}{abs(minutes) % 60:02d}"
+    return f"{seconds} {git_zone(time.localtime(seconds).tm_gmtoff // 60)}"
 
 
 def normalise_diff(diff: str, source: str, warnings: list[str], p1: bool = False) -> str:
