@@ -7,11 +7,12 @@ through, never replaced.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import tempfile
 from pathlib import Path
-from typing import Hashable
+from typing import BinaryIO, Hashable, Iterator
 
 from patchkit.errors import PatchkitError
 
@@ -25,6 +26,15 @@ def atomic_write(path: Path, data: bytes) -> None:
     if _is_stream(path, target):
         _write_through(path, target, data)
         return
+    with atomic_file(path) as fh:
+        fh.write(data)
+
+
+@contextlib.contextmanager
+def atomic_file(path: Path) -> Iterator[BinaryIO]:
+    """A binary file to write what PATH's file is to hold, streamed (a tarball); renamed over it
+    only when the block ends without an error, and removed otherwise."""
+    target = _resolve(path)
     try:
         if not path.is_symlink():  # a dangling link's target is written only where its folder is
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -33,7 +43,7 @@ def atomic_write(path: Path, data: bytes) -> None:
         raise PatchkitError(f"cannot write {path}: {exc.strerror}", "choose a writable location") from None
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            yield fh
         # mkstemp makes 0600 files; keep the old file's mode, else what a plain write would give.
         os.chmod(tmp, target.stat().st_mode & 0o7777 if target.exists() else 0o666 & ~_umask())
         os.replace(tmp, target)

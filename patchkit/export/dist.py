@@ -11,9 +11,7 @@ commit: never now, so building the same thing twice gives the same bytes.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
-import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,7 +19,7 @@ from patchkit.errors import PatchkitError
 from patchkit.export import sha256sums, tarball
 from patchkit.export.folder import missing_folders, remove_empty
 from patchkit.export.patched import PatchedQueue, patched_queue
-from patchkit.fileio import atomic_write, ensure_writable
+from patchkit.fileio import atomic_file, atomic_write, ensure_writable
 from patchkit.project import Project
 from patchkit.workflow import Hooks
 
@@ -102,24 +100,19 @@ def make_dist(project: Project, options: DistOptions, hooks: Hooks = Hooks()) ->
     if hooks.progress:  # compressing a whole tree can take minutes: say so, not the fetch's line
         hooks.progress(f"writing {top}/ into {output.name}")
     made = missing_folders(output)
-    tmp = _create_beside(output)
     try:
-        with open(tmp, "wb") as fh:
+        with atomic_file(output) as fh:
             digest = tarball.write_tar(fh, compression, patched.mirror.path, patched.tree, top, mtime,
                                        {SOURCE_FILE: source.encode()})
-        with open(tmp, "rb") as fh:
-            file_sha256 = hashlib.file_digest(fh, "sha256").hexdigest()
-        tar_name = tarball.tar_name(output.name)
-        sums_path = output.parent / SUMS_FILE
-        sums = sha256sums.updated(sha256sums.read(sums_path), {output.name: file_sha256, tar_name: digest.sha256})
-        if output.exists():  # a rebuilt tarball keeps the old one's permissions
-            os.chmod(tmp, output.stat().st_mode & 0o7777)
-        size = tmp.stat().st_size
-        os.replace(tmp, output)
     except BaseException:
-        tmp.unlink(missing_ok=True)
         remove_empty(made)  # a failed or interrupted run leaves no empty folders either
         raise
+    with open(output, "rb") as fh:
+        file_sha256 = hashlib.file_digest(fh, "sha256").hexdigest()
+    size = output.stat().st_size
+    tar_name = tarball.tar_name(output.name)
+    sums_path = output.parent / SUMS_FILE
+    sums = sha256sums.updated(sha256sums.read(sums_path), {output.name: file_sha256, tar_name: digest.sha256})
     atomic_write(sums_path, sums)
     return DistResult(output, compression or "none", file_sha256, size, tar_name, digest.sha256, digest.size,
                       sums_path, top, digest.entries, mtime,
@@ -138,15 +131,3 @@ def source_text(patched: PatchedQueue, upstream_url: str, queue: tuple[QueueEntr
              f"build-commit: {patched.build_commit}",
              *(f"patch: {p.sha256}  {p.name}" for p in queue)]
     return "".join(f"{line}\n" for line in lines)
-
-
-def _create_beside(output: Path) -> Path:
-    """A new empty file in OUTPUT's folder, created with the permissions a plain write would give
-    (the kernel applies the umask), to be renamed over OUTPUT once it is whole."""
-    tmp = output.with_name(f".{output.name}.{secrets.token_hex(6)}")
-    try:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
-    except OSError as exc:
-        raise PatchkitError(f"cannot write {output}: {exc.strerror}", "choose a writable location") from None
-    return tmp
