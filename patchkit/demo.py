@@ -15,7 +15,7 @@ from patchkit.errors import PatchkitError
 from patchkit.fixture import SCENARIOS, SERVER_CONTEXT, Scenario, build_upstream
 from patchkit.project import CONFIG_NAME, Project
 from patchkit.queue import Queue
-from patchkit.workflow import ApplyOptions, ApplyReport, run_apply
+from patchkit.pipeline import ApplyOptions, ApplyReport, run_apply
 
 
 @dataclass(frozen=True)

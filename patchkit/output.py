@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from patchkit import git, testpoint
+from patchkit import git, refs, testpoint
 from patchkit.errors import PatchkitError
 from patchkit.fileio import atomic_write
 from patchkit.upstream import Mirror, Revision
@@ -32,9 +32,7 @@ _SHOWN = 3  # commits or files named in a refusal; the rest are counted
 # from the mirror, the tips it checked out, the upstream commit, commits it set aside). Knowing
 # patchkit's commits by reachability from refs it wrote, not by the committer's name, also
 # covers commits a user amended or rebased, which keep nothing of patchkit but its name.
-_KEPT_ELSEWHERE = ["--branches", "--tags", "--remotes", "--glob=refs/patchkit/*"]
-APPLIED_NAMESPACE = "refs/patchkit/applied"  # the tip patchkit last checked out, per branch
-SAVED_NAMESPACE = "refs/patchkit/saved"  # commits of the user's that --force set aside
+_KEPT_ELSEWHERE = ["--branches", "--tags", "--remotes", f"--glob={refs.NAMESPACE}/*"]
 
 
 @dataclass(frozen=True)
@@ -72,7 +70,7 @@ def check_output(output: Path, project_root: Path, force: bool) -> Output:
                             f"if none is running, remove it (rm {index_lock}) and rerun")
     if force:
         return Output(output, force)
-    made_by_patchkit = git.run(["rev-parse", "--verify", "--quiet", "refs/patchkit/upstream"],
+    made_by_patchkit = git.run(["rev-parse", "--verify", "--quiet", refs.UPSTREAM],
                                cwd=output, check=False)
     if not made_by_patchkit and git.run(["rev-parse", "--verify", "--quiet", "HEAD"], cwd=output, check=False):
         raise PatchkitError(f"{output} is a git repository patchkit did not create",
@@ -103,7 +101,7 @@ def materialise(output: Output, mirror: Mirror, revision: Revision, result_ref: 
         atomic_write(git_dir / _MARKER, f"{tip}\n".encode())
         for label, commits in unsaved.items():
             newest = commits[0].split()[0]
-            saved = f"{SAVED_NAMESPACE}/{label}/{newest}"  # the same commits always get the same name
+            saved = f"{refs.SAVED}/{label}/{newest}"  # the same commits always get the same name
             git.run(["update-ref", saved, newest], cwd=path)
             warn(f"{label} in {path} had {_count(commits, 'commit')} patchkit did not write; kept as "
                  f"{saved} (git -C {path} branch NAME {saved} to work on them)")
@@ -118,7 +116,7 @@ def materialise(output: Output, mirror: Mirror, revision: Revision, result_ref: 
         raise PatchkitError(f"cannot check out {branch} in {path}: {first}",
                             "move the files git names out of the way, or rerun with --force") from None
     git.run(["update-ref", "--stdin"], cwd=path,
-            input=f"update refs/patchkit/upstream {revision.commit}\nupdate {APPLIED_NAMESPACE}/{branch} {tip}\n")
+            input=f"update {refs.UPSTREAM} {revision.commit}\nupdate {refs.APPLIED}/{branch} {tip}\n")
     (git_dir / _MARKER).unlink()
 
 
@@ -187,7 +185,7 @@ def _refuse(path: Path, unsaved: dict[str, list[str]], overwritten: list[str], b
         shown = _names([line[:10] + line[40:] for line in commits])  # short ids
         raise PatchkitError(f"{label} in {path} has {_count(commits, 'commit')} patchkit did not write ({shown})",
                             f"keep them on a branch of your own (git -C {path} branch NAME {label}), "
-                            f"or rerun with --force to set them aside under {SAVED_NAMESPACE}/")
+                            f"or rerun with --force to set them aside under {refs.SAVED}/")
     if overwritten:
         raise PatchkitError(f"checking out {branch} would overwrite {_count(overwritten, 'file')} in {path} "
                             f"that git does not track ({_names(overwritten)})",

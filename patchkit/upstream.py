@@ -18,11 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
-from patchkit import git
+from patchkit import git, refs
 from patchkit.errors import EnvironmentProblem, PatchkitError
 from patchkit.project import Project
 
-BASES_NAMESPACE = "refs/patchkit/bases"
 _FETCH_REFSPECS = ["+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"]
 _HEX = re.compile(r"^[0-9a-f]{4,40}$")
 _SUFFIX = re.compile(r"[~^].*$", re.DOTALL)  # "~1", "^", "^2~3": a revision relative to a name
@@ -192,13 +191,13 @@ class Mirror:
 
     def base_commits(self) -> dict[str, str]:
         """patch sha256 -> the patched commit of that exact patch from the last fully good run."""
-        out = git.run(["for-each-ref", "--format=%(refname:lstrip=3) %(objectname)", BASES_NAMESPACE],
+        out = git.run(["for-each-ref", "--format=%(refname:lstrip=3) %(objectname)", refs.BASES],
                       cwd=self.path)
         return dict(line.split(" ", 1) for line in out.splitlines())
 
     def record_bases(self, commits: dict[str, str]) -> None:
         """Keep each patch's commit (by patch sha256) as its 3-way base for later runs."""
-        lines = "".join(f"update {BASES_NAMESPACE}/{sha} {commit}\n" for sha, commit in commits.items())
+        lines = "".join(f"update {refs.BASES}/{sha} {commit}\n" for sha, commit in commits.items())
         git.run(["update-ref", "--stdin"], cwd=self.path, input=lines)
 
     def guard_pin(self, commit: str) -> None:

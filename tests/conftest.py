@@ -78,7 +78,7 @@ def project(tmp_path, upstream):
 
 def apply(project, ref: str, **options):
     """`patchkit apply upstream@REF` in this process, without site checks unless asked."""
-    from patchkit.workflow import ApplyOptions, run_apply
+    from patchkit.pipeline import ApplyOptions, run_apply
 
     options.setdefault("check", False)
     return run_apply(project, ApplyOptions(spec=f"upstream@{ref}", **options))

@@ -13,7 +13,7 @@ from patchkit import git
 from patchkit.apply import Verdict
 from patchkit.binary import blob_id
 from patchkit.project import Project
-from patchkit.workflow import ApplyOptions, run_apply
+from patchkit.pipeline import ApplyOptions, run_apply
 
 Files = dict[str, "str | bytes"]
 

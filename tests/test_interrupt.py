@@ -15,7 +15,7 @@ from conftest import REPO, run_cli, write_project
 from patchkit import git
 from patchkit.fixture import SERVER_CONTEXT, FixtureUpstream
 from patchkit.project import Project
-from patchkit.workflow import ApplyOptions, run_apply
+from patchkit.pipeline import ApplyOptions, run_apply
 
 
 def start(*args: str, cwd: Path, pause: str | None = None) -> subprocess.Popen:

@@ -15,7 +15,7 @@ from patchkit import git
 from patchkit.errors import EnvironmentProblem, PatchkitError
 from patchkit.project import Project
 from patchkit.upstream import Mirror, parse_spec
-from patchkit.workflow import ApplyOptions, run_apply
+from patchkit.pipeline import ApplyOptions, run_apply
 
 
 @pytest.mark.parametrize("spec, ref", [("upstream@HEAD", "HEAD"), ("b7421", "b7421"),

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from patchkit import git
+from patchkit import git, refs
 from patchkit.errors import PatchkitError
 
 # Written by `patchkit apply` into the output repository: the upstream commit it applied onto.
-UPSTREAM_REF = "refs/patchkit/upstream"
 
 
 def short_commit(commit: str) -> str:
@@ -23,9 +22,9 @@ def short_commit(commit: str) -> str:
 
 
 def build_info(tree: Path, fallback_commit: str | None = None) -> dict[str, str]:
-    """The -D values for the tree's upstream commit: from UPSTREAM_REF, else FALLBACK_COMMIT
+    """The -D values for the tree's upstream commit: from refs.UPSTREAM, else FALLBACK_COMMIT
     (the lock's); only the commit when its history is not in the tree; nothing when unknown."""
-    commit = _git(tree, ["rev-parse", "--verify", "--quiet", f"{UPSTREAM_REF}^{{commit}}"])
+    commit = _git(tree, ["rev-parse", "--verify", "--quiet", f"{refs.UPSTREAM}^{{commit}}"])
     commit = commit or fallback_commit
     if not commit:
         return {}

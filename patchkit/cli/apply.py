@@ -46,7 +46,8 @@ def apply_command(
     from patchkit.report import to_json
     from patchkit.report import apply as render
     from patchkit.upstream import parse_spec
-    from patchkit.workflow import ApplyOptions, Hooks, run_apply
+    from patchkit.hooks import Hooks
+    from patchkit.pipeline import ApplyOptions, run_apply
 
     parse_spec(spec)  # bad refs fail before any work
     project = Project.find()

@@ -46,7 +46,7 @@ def github_command(
     """
     from patchkit.backends.recipe import default_recipes_dir, load_recipes, select
     from patchkit.fileio import atomic_write, ensure_writable
-    from patchkit.nightly.workflow_file import nightly_workflow
+    from patchkit.ci.workflow import nightly_workflow
     from patchkit.project import Project
 
     project = Project.find()
@@ -82,7 +82,7 @@ def pull_request_command(
     Example:\n
       patchkit ci pull-request patchkit/refresh --base main --body-file .patchkit/nightly/report.md
     """
-    from patchkit.nightly.github import GitHub, GitHubConfig
+    from patchkit.ci.github import GitHub, GitHubConfig
     from patchkit.project import Project
 
     config = GitHubConfig.from_env()
@@ -103,7 +103,7 @@ def pull_request_command(
 def _runner_cache(project: Project) -> str:
     """patchkit's cache folder as the runners see it: the default is the runner's default, a
     `cache:` inside the repository is relative to the checkout, any other is taken as it is."""
-    from patchkit.nightly.workflow_file import DEFAULT_CACHE
+    from patchkit.ci.workflow import DEFAULT_CACHE
     from patchkit.project import default_cache_dir
 
     cache, root = project.cache_dir.resolve(), project.root.resolve()

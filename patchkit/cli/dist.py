@@ -46,7 +46,7 @@ def dist_command(
     from patchkit.export.dist import DistOptions, check_options, make_dist
     from patchkit.project import Project
     from patchkit.report import dist as render
-    from patchkit.workflow import Hooks
+    from patchkit.hooks import Hooks
 
     project = Project.find()
     options = DistOptions(output=output, spec=spec, upstream=upstream, fetch=not no_fetch,

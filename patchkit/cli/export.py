@@ -51,7 +51,7 @@ def export_command(
     from patchkit.project import Project
     from patchkit.report import export as render
     from patchkit.upstream import parse_spec
-    from patchkit.workflow import Hooks
+    from patchkit.hooks import Hooks
 
     parse_spec(at)  # a bad ref fails before any work
     project = Project.find()

@@ -66,7 +66,7 @@ def import_command(
     from patchkit.importing.admit import ImportOptions, run_import
     from patchkit.project import Project
     from patchkit.report import importing as render
-    from patchkit.workflow import Hooks
+    from patchkit.hooks import Hooks
 
     if not sources and from_repo is None:
         raise PatchkitError("nothing to import", "give a SOURCE (file, folder, https:// URL) or --from-repo PATH A..B")

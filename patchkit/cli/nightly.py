@@ -52,7 +52,7 @@ def nightly_command(
     from patchkit.report import nightly as render
     from patchkit.report import to_json, write_output
     from patchkit.upstream import parse_spec
-    from patchkit.workflow import Hooks
+    from patchkit.hooks import Hooks
 
     parse_spec(spec)
     project = Project.find()
@@ -62,7 +62,7 @@ def nightly_command(
     ensure_writable(*(folder / name for name in ("report.json", "report.md", "junit.xml")),
                     *(folder / "patches" / patch.name for patch in Queue.load(project).patches))
     if github_issues:
-        from patchkit.nightly.github import GitHubConfig
+        from patchkit.ci.github import GitHubConfig
 
         GitHubConfig.from_env()
     options = NightlyOptions(spec=spec, upstream=upstream, fetch=not no_fetch, fuzz=fuzz,
@@ -95,7 +95,7 @@ def _github_issues(report, markdown_text: str, exit_code: int) -> int:
     """One issue per failing patch. An API failure on a bad night keeps exit 1 with a warning (the
     reports are written already); on a good night it is the run's failure."""
     from patchkit.errors import PatchkitError
-    from patchkit.nightly.github import GitHub, GitHubConfig, PatchProblem
+    from patchkit.ci.github import GitHub, GitHubConfig, PatchProblem
     from patchkit.report import nightly as render
 
     findings = {f.patch: f for f in report.findings}

@@ -32,10 +32,10 @@ def verify_command(
       patchkit verify\n
       patchkit verify --output-dir refreshed --junit verify.xml
     """
-    from patchkit.nightly.verify import VerifyOptions, require_lock, verify_queue
+    from patchkit.ci.verify import VerifyOptions, require_lock, verify_queue
     from patchkit.project import Project
     from patchkit.report import verify as render
-    from patchkit.workflow import Hooks
+    from patchkit.hooks import Hooks
 
     project = Project.find()
     lock = require_lock(project)  # before any progress line: a missing lock is the whole answer

@@ -21,7 +21,7 @@ from patchkit.export.folder import missing_folders, remove_empty
 from patchkit.export.patched import PatchedQueue, patched_queue
 from patchkit.fileio import atomic_file, atomic_write, ensure_writable
 from patchkit.project import Project
-from patchkit.workflow import Hooks
+from patchkit.hooks import Hooks
 
 SOURCE_FILE = "PATCHKIT-SOURCE"
 SUMS_FILE = "SHA256SUMS"

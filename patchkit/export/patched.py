@@ -20,7 +20,8 @@ from patchkit.nightly.refresh import format_patch
 from patchkit.project import Project
 from patchkit.queue import Patch, Queue
 from patchkit.upstream import Mirror, parse_spec
-from patchkit.workflow import ApplyOptions, ApplyReport, Hooks, run_apply
+from patchkit.hooks import Hooks
+from patchkit.pipeline import ApplyOptions, ApplyReport, run_apply
 
 _FUZZ = 2  # GNU patch's default
 

@@ -10,7 +10,7 @@ from patchkit.export.folder import check_target, write_folder
 from patchkit.export.formats import Format, render
 from patchkit.export.patched import patched_queue
 from patchkit.project import Project
-from patchkit.workflow import Hooks
+from patchkit.hooks import Hooks
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,8 @@ from patchkit.importing.sources import Piece
 from patchkit.project import Project
 from patchkit.queue import Patch, Queue, parse_series, read_patch
 from patchkit.upstream import Mirror, Revision, parse_spec
-from patchkit.workflow import ApplyOptions, Hooks, run_apply
+from patchkit.hooks import Hooks
+from patchkit.pipeline import ApplyOptions, run_apply
 
 NAME_MAX = 64  # characters before ".patch", as git format-patch's default --filename-max-length
 

@@ -1,1 +1,2 @@
-"""The nightly CI run's parts: bisect (which upstream commit broke or adopted each patch)."""
+"""The nightly job: the night itself (`night.py`), bisect (which upstream commit broke or adopted each
+patch) and refresh."""

@@ -19,7 +19,8 @@ from patchkit.nightly.refresh import Refreshed, refresh_queue, rekey_bases, writ
 from patchkit.project import Lock, Project
 from patchkit.queue import Queue
 from patchkit.upstream import Mirror
-from patchkit.workflow import ApplyOptions, ApplyReport, Hooks, run_apply
+from patchkit.hooks import Hooks
+from patchkit.pipeline import ApplyOptions, ApplyReport, run_apply
 
 
 @dataclass(frozen=True)

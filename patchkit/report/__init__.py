@@ -7,7 +7,6 @@ blocks, and the atomic writer used for every `--json/--markdown/--junit/--sarif 
 from __future__ import annotations
 
 import dataclasses
-import enum
 import json
 import sys
 from pathlib import Path
@@ -15,24 +14,9 @@ from typing import Any
 from xml.etree import ElementTree as ET
 
 from patchkit.fileio import atomic_write
+from patchkit.plain import plain
 
 SCHEMA_VERSION = 1
-
-
-def plain(obj: Any) -> Any:
-    """Dataclasses, enums and paths as JSON-ready values (field order kept)."""
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
-    if isinstance(obj, enum.Enum):
-        return obj.value
-    if isinstance(obj, Path):
-        return str(obj)
-    if isinstance(obj, dict):
-        return {str(k): plain(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple, set, frozenset)):
-        items = [plain(v) for v in obj]
-        return sorted(items) if isinstance(obj, (set, frozenset)) else items
-    return obj
 
 
 def to_json(kind: str, result: Any) -> str:

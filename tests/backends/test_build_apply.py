@@ -8,7 +8,7 @@ from build_helpers import REPO_RECIPES, copy_project, git_tree, needs_cmake
 from conftest import git_identity, write_project
 from patchkit import git
 from patchkit.project import Project
-from patchkit.workflow import ApplyOptions, run_apply
+from patchkit.pipeline import ApplyOptions, run_apply
 
 pytestmark = needs_cmake
 

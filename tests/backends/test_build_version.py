@@ -4,7 +4,8 @@ import subprocess
 from pathlib import Path
 
 from build_helpers import git_tree
-from patchkit.backends.version import UPSTREAM_REF, build_info
+from patchkit import refs
+from patchkit.backends.version import build_info
 
 
 def test_from_the_upstream_ref(tmp_path: Path) -> None:
@@ -17,7 +18,7 @@ def test_from_the_upstream_ref(tmp_path: Path) -> None:
 def test_from_the_lock_when_there_is_no_ref(tmp_path: Path) -> None:
     (tmp_path / "CMakeLists.txt").write_text("")
     commit = git_tree(tmp_path)
-    subprocess.run(["git", "update-ref", "-d", UPSTREAM_REF], cwd=tmp_path, check=True)
+    subprocess.run(["git", "update-ref", "-d", refs.UPSTREAM], cwd=tmp_path, check=True)
     assert build_info(tmp_path) == {}
     info = build_info(tmp_path, fallback_commit=commit)
     assert info["LLAMA_BUILD_NUMBER"] == "1" and commit.startswith(info["LLAMA_BUILD_COMMIT"])

@@ -10,12 +10,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from patchkit import __version__, git, testpoint
+from patchkit import __version__, git, refs, testpoint
 from patchkit.apply import Applier, PatchResult, Verdict, fast_import
 from patchkit.output import check_output, materialise
 from patchkit.project import Lock, Project
 from patchkit.queue import Patch, Queue
-from patchkit.report import plain
+from patchkit.hooks import Hooks
+from patchkit.plain import plain
 from patchkit.upstream import Mirror
 
 @dataclass(frozen=True)
@@ -70,15 +71,6 @@ class ApplyReport:
         return 0 if self.passed else 1
 
 
-@dataclass(frozen=True)
-class Hooks:
-    """How the run talks back while it works (the CLI draws these; tests pass nothing)."""
-
-    progress: Callable[[str], None] | None = None
-    warn: Callable[[str], None] | None = None
-    build_progress: Any = None
-
-
 def run_apply(project: Project, options: ApplyOptions, hooks: Hooks = Hooks()) -> ApplyReport:
     # Every bad input is found before anything is written, the mirror and the output included.
     queue = Queue.load(project)
@@ -111,7 +103,7 @@ def run_apply(project: Project, options: ApplyOptions, hooks: Hooks = Hooks()) -
             applier = Applier(mirror, revision, reader, options.fuzz)
             applied = [applier.apply(patch) for patch in queue.patches]
             committed = [a for a in applied if a.changes]
-            result_ref = f"refs/patchkit/results/{project.key}/{revision.branch_name}"
+            result_ref = refs.result(project.key, revision.branch_name)
             ids = dict(zip((a.patch.name for a in committed),
                            fast_import(mirror, revision, committed, result_ref)))
             testpoint.pause("fast-import")

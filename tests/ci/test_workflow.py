@@ -12,7 +12,7 @@ import yaml
 
 from conftest import run_cli
 from patchkit.errors import PatchkitError
-from patchkit.nightly.workflow_file import nightly_workflow
+from patchkit.ci.workflow import nightly_workflow
 
 WORKFLOW = Path(".github/workflows/patchkit-nightly.yml")
 

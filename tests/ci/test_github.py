@@ -13,7 +13,7 @@ from werkzeug import Request, Response
 
 from conftest import run_cli
 from patchkit.errors import EnvironmentProblem, PatchkitError
-from patchkit.nightly.github import LABEL, Action, GitHub, GitHubConfig, PatchProblem
+from patchkit.ci.github import LABEL, Action, GitHub, GitHubConfig, PatchProblem
 
 REPO = "fork-owner/llama-fork"
 TOKEN = "ghp_test"

@@ -13,7 +13,8 @@ from patchkit.nightly.refresh import Change, Refreshed, refresh_queue
 from patchkit.project import LOCK_NAME, Lock, Project
 from patchkit.queue import Queue
 from patchkit.upstream import Mirror
-from patchkit.workflow import ApplyOptions, ApplyReport, Hooks, run_apply
+from patchkit.hooks import Hooks
+from patchkit.pipeline import ApplyOptions, ApplyReport, run_apply
 
 
 @dataclass(frozen=True)

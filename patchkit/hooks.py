@@ -1,0 +1,19 @@
+"""How a long run talks back while it works: progress lines, warnings, build progress.
+
+Every command's core takes a `Hooks`; the CLI draws them on the terminal, tests pass nothing. It
+is its own module so that what takes hooks does not import the apply pipeline for them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+
+@dataclass(frozen=True)
+class Hooks:
+    """How the run talks back while it works (the CLI draws these; tests pass nothing)."""
+
+    progress: Callable[[str], None] | None = None
+    warn: Callable[[str], None] | None = None
+    build_progress: Any = None
