@@ -19,7 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from patchkit.fixture import build_bulk_upstream
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "testing"))  # the tests' scaffolding
+from bulk_upstream import build_bulk_upstream  # noqa: E402
 
 GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@invalid",
            "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@invalid"}

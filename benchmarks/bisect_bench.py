@@ -21,12 +21,14 @@ from patchkit.apply import Applier
 from patchkit.checks import queue_rules, run_checks
 from patchkit.fixture import build_upstream
 from patchkit.nightly.bisect import Finding, bisect_queue
-from patchkit.nightly.history_fixture import Event, build_history
 from patchkit.project import Project
 from patchkit.queue import Queue
 from patchkit.upstream import Mirror
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "testing"))  # the tests' scaffolding
+from history_upstream import Event, build_history  # noqa: E402
+
 PATCH = REPO / "patches" / "server-keep-speculative-checkpoints-on-device.patch"
 URL = "https://github.com/ggml-org/llama.cpp.git"
 

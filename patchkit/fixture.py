@@ -1,4 +1,4 @@
-"""Synthetic llama.cpp-shaped upstream repositories, for the tests, `patchkit demo` and the benchmark.
+"""The synthetic llama.cpp-shaped upstream that `patchkit demo` runs on (the tests use it too).
 
 `build_upstream` writes a small git repository whose tools/server/server-context.cpp holds the
 pre-image of the on-device checkpoint patch exactly at the lines its hunk headers record. The
@@ -7,10 +7,10 @@ scaffolding plus generated filler) that tree-sitter-cpp parses without errors. O
 scenario shows the apply ladder one situation (offset, ambiguous, merged, conflict, ...), and
 `FixtureUpstream.expected_patched` gives, by construction, the text a correct apply must produce.
 
-`build_bulk_upstream` writes a large repository and a queue of format-patch files against it.
-
 Everything is deterministic (fixed identities and dates, seeded generators), so two builds give
-the same commit ids.
+the same commit ids. What only the tests and benchmarks build on top of this (long histories, the
+bulk upstream) lives outside the package, in the repository's testing/ folder; it uses the public
+pieces below: `namespace_code`, `Commit`, `fast_import`, `init_repo`, `EPOCH`.
 """
 
 from __future__ import annotations
@@ -27,9 +27,8 @@ from patchkit.git import run
 
 SERVER_CONTEXT = "tools/server/server-context.cpp"
 RENAMED_CONTEXT = "tools/server/server-context-impl.cpp"
-_UPSTREAM = "Upstream Developer <dev@upstream.invalid>"
-_FORK = "Fork Maintainer <fork@downstream.invalid>"
-_EPOCH = 1789300000  # 2026-09-13: every commit date is this plus a fixed step
+UPSTREAM_AUTHOR = "Upstream Developer <dev@upstream.invalid>"
+EPOCH = 1789300000  # 2026-09-13: every commit date is this plus a fixed step
 
 
 @dataclass(frozen=True)
@@ -196,6 +195,13 @@ class _Gen:
                 continue
             fresh = False
         return out, names
+
+
+def namespace_code(seed: int, *sizes: int) -> list[list[str]]:
+    """Blocks of namespace-scope C++ helpers, one per size (exactly that many lines), from one
+    seeded generator: no function name repeats across the blocks."""
+    gen = _Gen(seed)
+    return [gen.lines(_NS, n) for n in sizes]
 
 
 # --- the server-context.cpp template ---------------------------------------------------------
@@ -610,24 +616,24 @@ def _support_files(server_source: str) -> dict[str, str]:
             "target_compile_features(${TARGET} PRIVATE cxx_std_17)", ""]),
         "tools/server/server-common.cpp": "\n".join([
             "// server-common.cpp: helpers shared by the server's translation units", "",
-            '#include "server-common.h"', "", *_Gen(7).lines(_NS, 60)]).rstrip("\n") + "\n",
+            '#include "server-common.h"', "", *namespace_code(7, 60)[0]]).rstrip("\n") + "\n",
     }
 
 
 # --- git -------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class _Commit:
+class Commit:
     ref: str
-    parent: int | None      # index of the parent in the list given to _fast_import
+    parent: int | None      # index of the parent in the list given to fast_import
     files: dict[str, str]   # the whole tree
     message: str
     when: int
-    author: str = _UPSTREAM
+    author: str = UPSTREAM_AUTHOR
     tag: str | None = None
 
 
-def _fast_import(repo: Path, commits: list[_Commit]) -> None:
+def fast_import(repo: Path, commits: list[Commit]) -> None:
     """Write all commits in one `git fast-import` run (one process, whatever the tree size)."""
     out: list[bytes] = []
 
@@ -652,7 +658,7 @@ def _fast_import(repo: Path, commits: list[_Commit]) -> None:
     run(["fast-import", "--quiet"], cwd=repo, input=b"".join(out))
 
 
-def _init_repo(dest: Path) -> None:
+def init_repo(dest: Path) -> None:
     if dest.exists() and any(dest.iterdir()):
         raise PatchkitError(f"{dest} is not empty", "give the fixture a new directory")
     dest.mkdir(parents=True, exist_ok=True)
@@ -665,120 +671,30 @@ def build_upstream(dest: Path, patch: Path | str) -> FixtureUpstream:
     variants = _variants(layout)
     base = {**_support_files(SERVER_CONTEXT), SERVER_CONTEXT: layout.render(variants["base"])}
     b1001 = {**base, "tools/server/server-common.cpp": base["tools/server/server-common.cpp"]
-             + "\n" + "\n".join(_Gen(1001).lines(_NS, 14)).rstrip("\n") + "\n"}
+             + "\n" + "\n".join(namespace_code(1001, 14)[0]).rstrip("\n") + "\n"}
     b1002 = {**b1001, SERVER_CONTEXT: layout.render(variants["master"])}
     b1003 = {**b1002, "CMakeLists.txt": _cmakelists(
         [*_OPTIONS[:3], ("GGML_HIP", "ggml: use HIP", "OFF"), *_OPTIONS[3:]])}
     commits = [
-        _Commit("refs/heads/master", None, base, "server : import the server sources\n", _EPOCH,
+        Commit("refs/heads/master", None, base, "server : import the server sources\n", EPOCH,
                 tag="b1000"),
-        _Commit("refs/heads/master", 0, b1001, "server : add shared helpers\n", _EPOCH + 3600,
+        Commit("refs/heads/master", 0, b1001, "server : add shared helpers\n", EPOCH + 3600,
                 tag="b1001"),
-        _Commit("refs/heads/master", 1, b1002, "server : move slot helpers up\n", _EPOCH + 7200,
+        Commit("refs/heads/master", 1, b1002, "server : move slot helpers up\n", EPOCH + 7200,
                 tag="b1002"),
-        _Commit("refs/heads/master", 2, b1003, "ggml : add the HIP option\n", _EPOCH + 10800,
+        Commit("refs/heads/master", 2, b1003, "ggml : add the HIP option\n", EPOCH + 10800,
                 tag="b1003"),
     ]
     for step, s in enumerate(SCENARIOS[2:], 1):
         files = {**_support_files(s.path), s.path: layout.render(variants[s.name])}
-        commits.append(_Commit(f"refs/heads/{s.ref}", 0, files, f"server : scenario {s.name}\n\n"
+        commits.append(Commit(f"refs/heads/{s.ref}", 0, files, f"server : scenario {s.name}\n\n"
                                f"{textwrap.fill(s.description, 72)}\n",
-                               _EPOCH + 86400 + 60 * step))
-    _init_repo(dest)
-    _fast_import(dest, commits)
+                               EPOCH + 86400 + 60 * step))
+    init_repo(dest)
+    fast_import(dest, commits)
     run(["reset", "--quiet", "--hard", "master"], cwd=dest)
     every_hunk = frozenset(range(len(layout.hunks)))
     expected = {name: layout.render(replace(v, post=every_hunk)) if v.patchable else None
                 for name, v in variants.items()}
     return FixtureUpstream(dest, run(["rev-parse", "b1000^{commit}"], cwd=dest),
                            {s.name: s for s in SCENARIOS}, expected)
-
-
-# --- the bulk upstream of the apply benchmark -----------------------------------------------------
-
-_BULK_DIRS = ("src", "common", "ggml/src", "ggml/src/ggml-cpu", "ggml/src/ggml-cuda",
-              "ggml/src/ggml-vulkan", "tools/server", "tools/cli", "examples/simple", "tests")
-_BULK_STEMS = ("model", "graph", "sampling", "kv-cache", "batch", "vocab", "arch", "quant", "ops",
-               "utils")
-_BULK_HEADER = 5  # lines before the first function; HEAD inserts its lines right there
-
-
-def _bulk_path(i: int) -> str:
-    ext = ".h" if i % 7 == 0 else ".cpp"
-    return f"{_BULK_DIRS[i % len(_BULK_DIRS)]}/{_BULK_STEMS[i // 10 % len(_BULK_STEMS)]}-{i:04d}{ext}"
-
-
-def _bulk_file(i: int, head: bool = False) -> str:
-    """File i at the base, or at HEAD (helpers inserted above the first function)."""
-    gen = _Gen(i)
-    body = gen.lines(_NS, 40 + i % 50)
-    inserted = gen.lines(_NS, 5 + i % 4) if head else []
-    return "\n".join([f"// {_bulk_path(i)}: part of patchkit's benchmark upstream",
-                      '#include "ggml.h"', '#include "llama.h"', "#include <cstdint>", "",
-                      *inserted, *body]).rstrip("\n") + "\n"
-
-
-def _carried_change(text: str, rng: random.Random, n_hunks: int, tag: str) -> str:
-    """Change n_hunks statements far enough apart that each becomes its own hunk."""
-    lines = text.split("\n")
-    candidates = [i for i, ln in enumerate(lines)
-                  if i >= _BULK_HEADER + 6 and " = " in ln and ln.endswith(";") and '"' not in ln]
-    picked: list[int] = []
-    for i in rng.sample(candidates, len(candidates)):
-        if len(picked) < n_hunks and all(abs(i - j) >= 10 for j in picked):
-            picked.append(i)
-    for i in sorted(picked, reverse=True):
-        pad = lines[i][: len(lines[i]) - len(lines[i].lstrip())]
-        lines[i] = lines[i][:-1] + " + 1;"
-        lines.insert(i + 1, f'{pad}LOG_DBG("%s: {tag}\\n", __func__);')
-    return "\n".join(lines)
-
-
-def build_bulk_upstream(dest: Path, n_files: int = 1500, n_patches: int = 40,
-                        patches_dir: Path | None = None) -> list[Path]:
-    """Write a large upstream into `dest` and a queue of patches against its base commit.
-
-    `dest` holds n_files generated C++ files: the base commit (tag `base`) and, on `master`, a HEAD
-    commit that inserts lines near the top of every file a patch touches, so that every hunk needs
-    an offset there. The patches (git format-patch mboxes, each touching 1-3 files with 1-3 hunks
-    apiece, no two patches touching the same file) go to `patches_dir` (default
-    `dest.parent / "bench-patches"`) with a quilt `series` file; their paths are returned in order.
-    """
-    patches_dir = patches_dir or dest.parent / "bench-patches"
-    if patches_dir.exists() and any(patches_dir.iterdir()):
-        raise PatchkitError(f"{patches_dir} is not empty", "give the patches a new directory")
-    rng = random.Random(n_files * 7919 + n_patches)
-    base = {_bulk_path(i): _bulk_file(i) for i in range(n_files)}
-    unused = rng.sample(range(n_files), n_files)
-    series_tree = dict(base)
-    commits = [_Commit("refs/heads/master", None, base, "import the benchmark upstream\n", _EPOCH,
-                       tag="base")]
-    touched: list[int] = []
-    for k in range(1, n_patches + 1):
-        files = [unused.pop() for _ in range(min(rng.randint(1, 3), len(unused)))]
-        if not files:
-            raise PatchkitError(f"{n_files} files are too few for {n_patches} patches",
-                                "ask for more files or fewer patches")
-        touched += files
-        series_tree = {**series_tree, **{
-            _bulk_path(i): _carried_change(base[_bulk_path(i)], rng, rng.randint(1, 3), f"fix {k}")
-            for i in files}}
-        area = _bulk_path(files[0]).split("/")[-2]
-        commits.append(_Commit(
-            "refs/heads/bench-series", len(commits) - 1 if k > 1 else 0, series_tree,
-            f"{area} : carried fix {k}\n\nLog the adjusted values of fix {k}.\n\n"
-            "Forwarded: not-needed\n", _EPOCH + 600 * k, author=_FORK))
-    head = {**base, **{_bulk_path(i): _bulk_file(i, head=True) for i in touched}}
-    commits.append(_Commit("refs/heads/master", 0, head, "move helpers to the top of files\n",
-                           _EPOCH + 86400))
-    _init_repo(dest)
-    _fast_import(dest, commits)
-    patches_dir.mkdir(parents=True, exist_ok=True)
-    names = run(["format-patch", "--zero-commit", "--full-index", "--no-signature",
-                 "-o", str(patches_dir.resolve()), "base..bench-series"], cwd=dest)
-    # the patch commits only served format-patch: the upstream does not carry them
-    run(["update-ref", "-d", "refs/heads/bench-series"], cwd=dest)
-    run(["reset", "--quiet", "--hard", "master"], cwd=dest)
-    paths = [Path(line) for line in names.splitlines()]
-    (patches_dir / "series").write_text("".join(f"{p.name}\n" for p in paths))
-    return paths

@@ -11,6 +11,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+# What only the tests and benchmarks build (long histories, the bulk upstream) lives outside the
+# package, in testing/; the tests import its modules by name, as they do their own helpers.
+sys.path.insert(0, str(REPO / "testing"))
 PATCH_NAME = "server-keep-speculative-checkpoints-on-device.patch"
 
 

@@ -12,15 +12,9 @@ import tree_sitter
 import tree_sitter_cpp
 from unidiff import PatchSet
 
-from patchkit.fixture import (
-    RENAMED_CONTEXT,
-    SCENARIOS,
-    SERVER_CONTEXT,
-    FixtureUpstream,
-    build_bulk_upstream,
-    build_upstream,
-)
+from bulk_upstream import build_bulk_upstream
 from conftest import seed_patch_path
+from patchkit.fixture import RENAMED_CONTEXT, SCENARIOS, SERVER_CONTEXT, FixtureUpstream, build_upstream
 from patchkit.errors import PatchkitError
 from patchkit.git import git_env
 

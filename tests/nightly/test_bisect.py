@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 from conftest import git_identity, seed_patch_path, write_project
+from history_upstream import FIRST_PULL, Event, build_history
 
 from patchkit import git
 from patchkit.apply import Applier, Verdict
 from patchkit.checks import queue_rules, run_checks
 from patchkit.fixture import SERVER_CONTEXT
 from patchkit.nightly.bisect import bisect_queue
-from patchkit.nightly.history_fixture import FIRST_PULL, Event, build_history
 from patchkit.project import Project
 from patchkit.queue import Queue
 from patchkit.upstream import Mirror

@@ -16,12 +16,10 @@ from pathlib import Path
 from typing import Sequence
 
 from patchkit.errors import PatchkitError
-from patchkit.fixture import SERVER_CONTEXT, FixtureUpstream, _init_repo
+from patchkit.fixture import EPOCH, SERVER_CONTEXT, UPSTREAM_AUTHOR, FixtureUpstream, init_repo
 from patchkit.git import run
 
-_AUTHOR = "Upstream Developer <dev@upstream.invalid>"
 _SIDE_AUTHOR = "Side Contributor <side@upstream.invalid>"
-_EPOCH = 1789300000
 FIRST_PULL = 10000  # commit i's subject ends in (#FIRST_PULL + i)
 
 
@@ -82,11 +80,11 @@ def build_history(dest: Path, upstream: FixtureUpstream, length: int, events: Se
             out.append(f"M 100644 inline {path}\ndata {len(raw)}\n".encode() + raw + b"\n")
         out.append(b"\n")
 
-    commit("refs/heads/master", 1, _AUTHOR, _EPOCH, f"server : import the server sources (#{FIRST_PULL})",
+    commit("refs/heads/master", 1, UPSTREAM_AUTHOR, EPOCH, f"server : import the server sources (#{FIRST_PULL})",
            [], trees["base"])
     next_mark = 2
     for i in range(1, length):
-        when, pull = _EPOCH + 600 * i, FIRST_PULL + i
+        when, pull = EPOCH + 600 * i, FIRST_PULL + i
         event = at.get(i)
         if event is not None:
             server = trees[event.scenario][SERVER_CONTEXT]
@@ -107,11 +105,11 @@ def build_history(dest: Path, upstream: FixtureUpstream, length: int, events: Se
             parents.append(next_mark)
             next_mark += 1
             subject = f"Merge branch 'side-{i}' (#{pull})"
-        commit("refs/heads/master", next_mark, _AUTHOR, when, subject, parents, change)
+        commit("refs/heads/master", next_mark, UPSTREAM_AUTHOR, when, subject, parents, change)
         marks[f":{next_mark}"] = i
         next_mark += 1
     out.append(b"done\n")
-    _init_repo(dest)
+    init_repo(dest)
     marks_file = dest / ".git" / "history-marks"
     run(["fast-import", "--quiet", "--done", f"--export-marks={marks_file}"], cwd=dest, input=b"".join(out))
     ids = dict(line.split() for line in marks_file.read_text().splitlines())
