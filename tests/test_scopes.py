@@ -1,0 +1,201 @@
+"""scopes.py: git's funcname rule as git itself writes it after `@@`, and the C++ scope of a line
+(namespaces, classes, functions; lambdas and blocks count as their host)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import git_identity
+
+from patchkit.git import git_env
+from patchkit.scopes import CppScopes, funcname_at, is_cpp, starts_function
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True,
+                          env=git_env(git_identity())).stdout
+
+
+def git_sections(tmp_path: Path, lines: list[str], changed: list[int]) -> list[tuple[int, str]]:
+    """(0-based line, section) of each hunk git writes when the lines CHANGED (0-based) are
+    edited; -U0, so that each hunk starts at its changed line."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "--quiet")
+    (repo / "f.txt").write_text("".join(lines))
+    git(repo, "add", "f.txt")
+    edited = [f"{ln.rstrip(chr(10))} // changed\n" if i in changed else ln for i, ln in enumerate(lines)]
+    (repo / "f.txt").write_text("".join(edited))
+    out = git(repo, "diff", "-U0", "f.txt")
+    return [(int(m.group(1)) - 1, m.group(2).strip())
+            for m in re.finditer(r"(?m)^@@ -(\d+)(?:,\d+)? \+\S+ @@ ?(.*)$", out)]
+
+
+def test_funcname_agrees_with_git(tmp_path):
+    long_name = "static int64_t " + "a_very_long_helper_name_" * 3 + "that_runs_on(int x) {"
+    cut_in_ascii = "void " + "x" * 71 + "ééé() {"  # 80 bytes end after the second é
+    lines = [
+        "// file header comment\n",
+        "#include <vector>\n",
+        "\n",
+        "int first(int x) {\n",
+        "    int y = x;\n",                   # 4: change -> section "int first(int x) {"
+        "    return y;\n",
+        "}\n",
+        "\n",
+        "_private_thing:\n",
+        "    stay();\n",                       # 9: '_' starts a section
+        "$dollar:\n",
+        "    here();\n",                       # 11: so does '$'
+        "\tint tabbed;\n",
+        "{\n",
+        "    inner();\n",                      # 14: '\t', '{' and spaces never do
+        "é_not_ascii(void) {\n",
+        "    more();\n",                       # 16: a non-ASCII letter does not either
+        f"{long_name}\n",
+        "    body();\n",                       # 18: cut at 80 bytes
+        f"{cut_in_ascii}\n",
+        "    tail();\n",                       # 20: cut at 80 bytes, after a whole character
+        "label_with_trailing_space    \n",
+        "    last();\n",                       # 22: trailing blanks trimmed
+    ]
+    changed = [4, 9, 11, 14, 16, 18, 20, 22]
+    sections = git_sections(tmp_path, lines, changed)
+    assert len(sections) == len(changed)
+    for start, section in sections:
+        assert funcname_at(lines, start) == section, (start, section)
+    assert [start for start, _ in sections] == changed
+    got = dict(sections)
+    assert got[4] == "int first(int x) {" and got[9] == "_private_thing:" and got[11] == "$dollar:"
+    assert got[14] == "$dollar:" and got[16] == "$dollar:"
+    assert len(got[18].encode()) == 80 and got[20] == "void " + "x" * 71 + "éé"
+    assert got[22] == "label_with_trailing_space"
+
+
+@pytest.mark.xfail(strict=True, reason="git (2.39) drops a UTF-8 character that its 80-byte cut "
+                   "would split; funcname_at keeps the lone lead byte (surrogate-escaped), so its "
+                   "section never equals the one in a hunk header git wrote for such a line")
+def test_funcname_cut_inside_a_character_agrees_with_git(tmp_path):
+    lines = ["void " + "x" * 74 + "ééé() {\n", "    tail();\n"]  # byte 80 is inside the first é
+    [(start, section)] = git_sections(tmp_path, lines, [1])
+    assert section == "void " + "x" * 74
+    assert funcname_at(lines, start) == section
+
+
+def test_funcname_at_the_top_of_the_file_is_empty():
+    assert funcname_at(["int f() {\n", "}\n"], 0) == ""
+    assert funcname_at(["  indented\n", "x\n"], 1) == ""
+
+
+def test_starts_function_and_is_cpp():
+    assert starts_function("void f() {") and starts_function("_x") and starts_function("$y")
+    assert not any(starts_function(s) for s in ("", " f()", "\tf()", "{", "#define X", "é()", "1x"))
+    assert all(is_cpp(p) for p in ("a/b.cpp", "x.H", "k.cu", "k.cuh", "a.c++", "m.mm", "t.TPP", "x.inl"))
+    assert not any(is_cpp(p) for p in ("CMakeLists.txt", "a.py", "cpp", "notes.cpp.txt", "x.cs"))
+
+
+CPP = """\
+#include <vector>
+
+namespace llama {
+namespace server {
+
+struct slot {
+    int id = 0;
+
+    void reset() {
+        id = 0;
+        auto f = [&](int n) {
+            return n + id;
+        };
+        f(1);
+    }
+
+    int & ref() {
+        return id;
+    }
+
+    int * ptr() {
+        return &id;
+    }
+};
+
+class pool;
+
+void slot_free(slot & s) {
+    {
+        s.reset();
+    }
+}
+
+}  // namespace server
+
+namespace {
+int hidden() {
+    return 1;
+}
+}
+
+int slot::*member = nullptr;
+}  // namespace llama
+
+void llama::server::slot_free2(llama::server::slot & s) {
+    s.id = 2;
+}
+
+template <typename T>
+T pick(T a) {
+    return a;
+}
+
+int top = 0;
+"""
+
+
+def scope_of(text: str) -> dict[str, str]:
+    lines = text.splitlines(keepends=True)
+    scopes = CppScopes(lines)
+    return {line.strip(): scopes.scope_at(i) for i, line in enumerate(lines) if line.strip()}
+
+
+def test_cpp_scopes_name_namespaces_classes_and_functions():
+    scope = scope_of(CPP)
+    assert scope["#include <vector>"] == ""
+    assert scope["int id = 0;"] == "llama::server::slot"
+    assert scope["void reset() {"] == "llama::server::slot::reset"  # the signature is the function's
+    assert scope["id = 0;"] == "llama::server::slot::reset"
+    assert scope["return n + id;"] == "llama::server::slot::reset"  # a lambda counts as its host
+    assert scope["return &id;"] == "llama::server::slot::ptr"  # a pointer return
+    assert scope["class pool;"] == "llama::server"  # a declaration opens no scope
+    assert scope["s.reset();"] == "llama::server::slot_free"  # blocks count as their host
+    assert scope["return 1;"] == "llama::hidden"  # an anonymous namespace adds no name
+    assert scope["T pick(T a) {"] == "pick" and scope["return a;"] == "pick"
+    assert scope["int top = 0;"] == ""
+    assert CppScopes(["int x;\n"]).scope_at(5) == ""  # past the end: file scope
+
+
+def test_an_out_of_class_definition_is_named_as_written():
+    lines = CPP.splitlines(keepends=True)
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("void llama::server::slot_free2"))
+    assert CppScopes(lines).scope_at(at + 1) == "llama::server::slot_free2"
+
+
+@pytest.mark.xfail(strict=True, reason="scopes._scope_name follows a function's declarator through "
+                   "the `declarator` field, which tree-sitter-cpp's reference_declarator does not have: "
+                   "a function returning a reference is named '(function)', so every such method of a "
+                   "class shares one scope name")
+def test_a_function_returning_a_reference_is_named():
+    assert scope_of(CPP)["return id;"] == "llama::server::slot::ref"
+
+
+def test_scopes_of_twins_in_two_functions_differ():
+    """What the apply ladder relies on: the same lines in two methods are told apart."""
+    text = "struct s {\n  void a() {\n    x();\n  }\n  void b() {\n    x();\n  }\n};\n"
+    lines = text.splitlines(keepends=True)
+    scopes = CppScopes(lines)
+    assert (scopes.scope_at(2), scopes.scope_at(5)) == ("s::a", "s::b")
+    # git's rule cannot: both twins get the class's line
+    assert funcname_at(lines, 2) == funcname_at(lines, 5) == "struct s {"
