@@ -30,8 +30,9 @@ _UPSTREAM_KEYS = {"url", "branch"}
 
 
 def default_cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "patchkit"
+    # The XDG spec: a relative XDG_CACHE_HOME is invalid and is ignored (as an empty one).
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    return Path(base if os.path.isabs(base) else Path.home() / ".cache") / "patchkit"
 
 
 @dataclass(frozen=True)

@@ -2,10 +2,11 @@
 
 `PATCHKIT_TEST_PAUSE=<point>` makes `pause(point)` print `patchkit: paused at <point>` to
 standard error and sleep until a signal ends it. Unset (always, outside tests) it does nothing.
-The points: `fetch` (at git's first progress line of the mirror fetch), `fast-import` (the
-result written to the mirror), `clone` (the output cloned aside, not yet in place), `checkout`
-(just before it), `record` (before the bases and the lock are written) and `import-write` (an
-imported patch file written, the series not yet).
+The points: `start` (the CLI's first step, nothing imported yet), `commands` (typer and the
+commands imported, the command line not yet parsed), `fetch` (at git's first progress line of the
+mirror fetch), `fast-import` (the result written to the mirror), `clone` (the output cloned aside,
+not yet in place), `checkout` (just before it), `record` (before the bases and the lock are
+written) and `import-write` (an imported patch file written, the series not yet).
 """
 
 from __future__ import annotations

@@ -81,7 +81,7 @@ def check_options(options: DistOptions) -> tuple[Path, str | None, int | None]:
 
 def source_date_epoch(value: str | None) -> int | None:
     """SOURCE_DATE_EPOCH as reproducible-builds.org defines it: seconds since 1970, a plain integer."""
-    if value is None:
+    if not value:  # empty is unset, as other tools read it
         return None
     if not _EPOCH.fullmatch(value) or int(value) > _LATEST_EPOCH:
         raise PatchkitError(f"SOURCE_DATE_EPOCH={value!r} is not a number of seconds since 1970 "

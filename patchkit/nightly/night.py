@@ -161,9 +161,9 @@ def _blame_builds(project: Project, mirror: Mirror, applied: ApplyReport, hooks:
     for result in plain.results:
         if result.status is Status.FAILED:
             blame.append(BuildBlame(result.backend, "upstream",
-                                    "fails on the unpatched target too: upstream's fault"))
+                                    "fails on the unpatched target too"))
         elif result.status is Status.OK:
-            blame.append(BuildBlame(result.backend, "queue", "builds on the unpatched target: the queue's fault"))
+            blame.append(BuildBlame(result.backend, "queue", "builds on the unpatched target"))
         else:
             blame.append(BuildBlame(result.backend, "unknown", f"the unpatched build was {result.status.value}"))
     return tuple(blame)

@@ -20,7 +20,7 @@ def summary_line(report) -> str:
     a = report.apply
     if report.passed:
         changed = sum(r.change != "unchanged" for r in report.refreshed)
-        return (f"nightly: {len(a.patches)} patches good on {a.upstream_commit[:12]} ({a.ref}); "
+        return (f"nightly: {len(a.patches)} patch{'' if len(a.patches) == 1 else 'es'} good on {a.upstream_commit[:12]} ({a.ref}); "
                 f"{changed} refreshed; lock {'moved' if report.lock_moved else 'not moved'}")
     bad = [p.name for p in a.patches if not p.good]
     why = [f"{len(bad)} of {len(a.patches)} patches not good"] if bad else []

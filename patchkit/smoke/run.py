@@ -78,7 +78,8 @@ def run_smoke(tree: Path, rules: list, recipe, *, upstream_commit: str | None = 
                        upstream_commit=upstream_commit, progress=build_progress).results[0]
     report = SmokeReport(tree, recipe.name, build, static=static)
     if build.status is not Status.OK:
-        return replace(report, detail=f"the smoke build is {build.status.value}: {build.reason or build.first_error}")
+        happened = "failed" if build.status is Status.FAILED else f"was {build.status.value.replace('-', ' ')}"
+        return replace(report, detail=f"the smoke build {happened}: {build.reason or build.first_error}")
     server = next((Path(a.path) for a in build.artifacts if a.target == SERVER), None)
     if server is None:
         return replace(report, detail=f"the smoke build made no {SERVER}")

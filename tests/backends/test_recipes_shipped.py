@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import jsonschema
 
 from build_helpers import PROJECT, SCHEMA, needs_cmake, patchkit
-from patchkit.backends.recipe import shipped_recipes_dir
 
 NEW_RECIPE = "description: a backend only this project has\noptions: {GGML_NATIVE: OFF}\n"
 
@@ -20,6 +21,15 @@ def fresh_project(tmp_path: Path) -> Path:
     run = patchkit("init", cwd=root)
     assert run.code == 0, run.stderr
     return root
+
+
+def shipped_recipes_dir(cwd: Path) -> Path:
+    """The shipped recipes of the patchkit that `patchkit(..., cwd=CWD)` runs: the repository's
+    recipes/ from a checkout or an editable install, the package's copy after a plain `pip install`
+    (while this process, run from the repository, imports the checkout's)."""
+    code = "from patchkit.backends.recipe import shipped_recipes_dir as d; print(d())"
+    done = subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, check=True)
+    return Path(done.stdout.strip())
 
 
 def recipes(root: Path) -> dict[str, dict]:
@@ -34,15 +44,16 @@ def test_init_gives_no_copies_and_the_shipped_recipes_are_seen(tmp_path: Path) -
     root = fresh_project(tmp_path)
     assert [p.name for p in (root / "recipes").iterdir()] == ["README.md"]
     listed = recipes(root)
-    assert set(listed) == {p.stem for p in shipped_recipes_dir().glob("*.yaml")} >= {"cpu", "vulkan"}
+    shipped = shipped_recipes_dir(root)
+    assert set(listed) == {p.stem for p in shipped.glob("*.yaml")} >= {"cpu", "vulkan"}
     cpu = listed["cpu"]
     assert (cpu["source"], cpu["overrides"], cpu["available"]) == ("shipped", False, True)
-    assert Path(cpu["path"]) == shipped_recipes_dir() / "cpu.yaml"
+    assert Path(cpu["path"]) == shipped / "cpu.yaml"
 
 
 def test_project_recipe_overrides_a_shipped_one_or_adds_a_backend(tmp_path: Path) -> None:
     root = fresh_project(tmp_path)
-    cpu = (shipped_recipes_dir() / "cpu.yaml").read_text()
+    cpu = (shipped_recipes_dir(root) / "cpu.yaml").read_text()
     (root / "recipes/cpu.yaml").write_text(cpu.replace("description: ", "description: ours, "))
     (root / "recipes/mine.yaml").write_text(NEW_RECIPE)
     listed = recipes(root)

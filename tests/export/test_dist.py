@@ -61,8 +61,13 @@ def test_source_date_epoch_wins_over_the_commit_date(tmp_path: Path, fork: Path,
     assert header[3] == 0 and header[4:8] == b"\0\0\0\0"  # no file name, no timestamp
     assert pinned["tar_sha256"] != dated["tar_sha256"]
 
+    # Empty is unset, as other tools read it (a CI template's `SOURCE_DATE_EPOCH: ${{ ... }}`).
+    empty = report(dist(fork, tmp_path / "empty.tar.gz", env={"SOURCE_DATE_EPOCH": ""}))
+    assert (empty["mtime"], empty["mtime_source"], empty["tar_sha256"]) == \
+        (committed, "upstream-commit", dated["tar_sha256"])
 
-@pytest.mark.parametrize("value", ["yesterday", "-5", "1.5", "", "5\n", "8589934592", "99999999999999999999"])
+
+@pytest.mark.parametrize("value", ["yesterday", "-5", "1.5", " ", "5\n", "8589934592", "99999999999999999999"])
 def test_a_bad_source_date_epoch_is_refused_before_any_work(tmp_path: Path, stand_in: Upstream, value: str) -> None:
     fork = make_fork(tmp_path / "fork", stand_in, lock=False)
     done = dist(fork, tmp_path / "out" / "x.tar", "upstream@HEAD", env={"SOURCE_DATE_EPOCH": value})
