@@ -82,7 +82,7 @@ def check_output(output: Path, project_root: Path, force: bool) -> Output:
     return Output(output, force)
 
 
-def materialise(output: Output, mirror: Mirror, revision: Revision, result_ref: str, tip: str,
+def check_out(output: Output, mirror: Mirror, revision: Revision, result_ref: str, tip: str,
                 warn: Callable[[str], None]) -> None:
     """Check the result out as branch `revision.branch_name` in the output repository."""
     path, branch = output.path, revision.branch_name

@@ -56,7 +56,9 @@ class Limits:
                    backoff=number("PATCHKIT_HTTP_BACKOFF", cls.backoff, float, 0))
 
 
-def is_url(source: str) -> bool:
+def has_url_scheme(source: str) -> bool:
+    """A SOURCE written as a URL (any scheme: check_url then refuses all but https and http), not a
+    path. Not git.is_url, which also takes scp-like `user@host:path`: a patch is never fetched so."""
     return bool(re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", source))
 
 
