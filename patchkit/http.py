@@ -44,6 +44,10 @@ class Retry(Exception):
         self.wait = wait
 
 
+class DeadlinePassed(Retry):
+    """The call's deadline passed during an attempt: a Retry that no retry follows."""
+
+
 class GaveUp(Exception):
     """The retries or the deadline ran out; REASON is the last failure, TRIES the attempts made."""
 
@@ -66,14 +70,13 @@ class TooLarge(Exception):
 class Deadline:
     """The end of one call, and the per-read timeout within what is left of it."""
 
-    def __init__(self, policy: Policy, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, policy: Policy) -> None:
         self.seconds = policy.deadline
         self.per_read = policy.timeout
-        self._clock = clock
-        self._end = clock() + policy.deadline
+        self._end = time.monotonic() + policy.deadline
 
     def left(self) -> float:
-        return self._end - self._clock()
+        return self._end - time.monotonic()
 
     def timeout(self) -> float:
         """For the next connect or read: the policy's, or less when the deadline is nearer."""
@@ -81,30 +84,30 @@ class Deadline:
 
     def check(self) -> None:
         if self.left() <= 0:
-            raise Retry(f"no whole answer within the {self.seconds:g} s deadline")
+            raise DeadlinePassed(f"no whole answer within the {self.seconds:g} s deadline")
 
 
-def call(attempt: Callable[[Deadline], T], policy: Policy, *, sleep: Callable[[float], None] = time.sleep,
-         clock: Callable[[], float] = time.monotonic) -> T:
+def call(attempt: Callable[[Deadline], T], policy: Policy, *, sleep: Callable[[float], None] = time.sleep) -> T:
     """ATTEMPT's answer, attempting again on Retry while retries and the deadline last; GaveUp
     with the last reason when they run out. Any other error ends the call at once."""
-    deadline = Deadline(policy, clock)
-    for tries in range(1, policy.retries + 2):
+    deadline = Deadline(policy)
+    tries = 0
+    while True:
+        tries += 1
         try:
             return attempt(deadline)
         except Retry as exc:
             failure = exc
         if tries > policy.retries:
-            break
+            raise GaveUp(failure.reason, tries)
         wait = failure.wait if failure.wait is not None else min(policy.max_backoff,
                                                                   policy.backoff * 2 ** (tries - 1))
         if wait >= deadline.left():  # sleeping only to give up after it helps nobody
-            left = max(0.0, deadline.left())
-            reason = failure.reason if left == 0 or failure.wait is None else \
-                f"{failure.reason}, and waiting {wait:g} s as asked would pass the {policy.deadline:g} s deadline"
-            raise GaveUp(reason, tries)
+            if isinstance(failure, DeadlinePassed):
+                raise GaveUp(failure.reason, tries)
+            raise GaveUp(f"{failure.reason}; no retry: waiting {wait:g} s would pass the "
+                         f"{policy.deadline:g} s deadline", tries)
         sleep(wait)
-    raise GaveUp(failure.reason, policy.retries + 1)
 
 
 def send(session: requests.Session, method: str, url: str, deadline: Deadline, **kwargs) -> requests.Response:
