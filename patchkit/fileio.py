@@ -72,7 +72,7 @@ def atomic_folder(path: Path) -> Iterator[Path]:
     block ends without an error, removed otherwise, together with the folders made for PATH.
 
     A folder at PATH is moved aside, replaced in one rename, then removed: at no moment is PATH
-    half written. The folders beside it are named `.<name>.patchkit-...`, so that what a run
+    half written. PATH itself is replaced, a symlink too (resolve it first to replace its target). The folders beside it are named `.<name>.patchkit-...`, so that what a run
     killed half way leaves is `remove_aside`'s to clean.
     """
     made = missing_folders(path)
