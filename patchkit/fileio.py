@@ -1,4 +1,5 @@
-"""Writing the user's files: whole or not at all, with the permissions a plain write would give.
+"""Writing the user's files and folders: whole or not at all, with the permissions a plain write
+would give.
 
 A path names what the user means: a symlink is followed and its target replaced (the link is
 kept), and a character device or FIFO (/dev/null, a pipe another process reads) is written
@@ -8,11 +9,14 @@ through, never replaced.
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
+import secrets
+import shutil
 import stat
 import tempfile
 from pathlib import Path
-from typing import BinaryIO, Hashable, Iterator
+from typing import BinaryIO, Hashable, Iterable, Iterator
 
 from patchkit.errors import PatchkitError
 
@@ -50,6 +54,70 @@ def atomic_file(path: Path) -> Iterator[BinaryIO]:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def append(path: Path, text: str) -> None:
+    """Add TEXT at the end of PATH (a log another step keeps adding to, such as GitHub's step
+    summary): appended, never replaced, so what others wrote there stays."""
+    try:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise PatchkitError(f"cannot write {path}: {exc.strerror}", "choose a writable location") from None
+
+
+@contextlib.contextmanager
+def atomic_folder(path: Path) -> Iterator[Path]:
+    """A new, empty folder beside PATH to build what PATH is to hold; renamed into place when the
+    block ends without an error, removed otherwise, together with the folders made for PATH.
+
+    A folder at PATH is moved aside, replaced in one rename, then removed: at no moment is PATH
+    half written. PATH itself is replaced, a symlink too (resolve it first to replace its target). The folders beside it are named `.<name>.patchkit-...`, so that what a run
+    killed half way leaves is `remove_aside`'s to clean.
+    """
+    made = missing_folders(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        new = _aside(path, "new")
+        os.mkdir(new)  # honours the umask: the modes a plain write would give
+    except OSError as exc:
+        remove_empty(made)
+        raise PatchkitError(f"cannot write {path}: {exc.strerror}", "choose a writable location") from None
+    try:
+        yield new
+        if os.path.lexists(path):
+            old = _aside(path, "old")
+            os.rename(path, old)
+            try:
+                os.rename(new, path)
+            except BaseException:
+                os.rename(old, path)
+                raise
+            _remove(old)
+        else:
+            os.rename(new, path)
+    except BaseException:
+        shutil.rmtree(new, ignore_errors=True)
+        remove_empty(made)
+        raise
+
+
+def remove_aside(path: Path) -> None:
+    """Remove what a killed atomic_folder left beside PATH. Only for a PATH no other run is
+    writing at the same time (under a lock, or where one run at a time is the rule)."""
+    for leftover in path.parent.glob(f".{glob.escape(path.name)}.patchkit-*"):
+        _remove(leftover)
+
+
+def missing_folders(path: Path) -> list[Path]:
+    """PATH's folders that do not exist yet, deepest first: a write that fails removes them again."""
+    return [folder for folder in path.parents if not folder.exists()]
+
+
+def remove_empty(folders: Iterable[Path]) -> None:
+    for folder in folders:
+        with contextlib.suppress(OSError):  # not empty: someone else's files are in it now
+            folder.rmdir()
 
 
 def ensure_writable(*targets: str | Path | None) -> None:
@@ -122,3 +190,15 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def _aside(path: Path, what: str) -> Path:
+    return path.with_name(f".{path.name}.patchkit-{what}-{secrets.token_hex(4)}")
+
+
+def _remove(path: Path) -> None:
+    """A folder (or a symlink to one, which is what was renamed aside) and what is in it."""
+    if path.is_symlink() or not path.is_dir():
+        path.unlink(missing_ok=True)
+    else:
+        shutil.rmtree(path, ignore_errors=True)

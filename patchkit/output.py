@@ -15,14 +15,13 @@ half-written files that are patchkit's own to clean up.
 from __future__ import annotations
 
 import os
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from patchkit import git, refs, testpoint
 from patchkit.errors import PatchkitError
-from patchkit.fileio import atomic_write
+from patchkit.fileio import atomic_folder, atomic_write, remove_aside
 from patchkit.upstream import Mirror, Revision
 
 _MARKER = "PATCHKIT_CHECKOUT"
@@ -82,7 +81,7 @@ def check_output(output: Path, project_root: Path, force: bool) -> Output:
     return Output(output, force)
 
 
-def materialise(output: Output, mirror: Mirror, revision: Revision, result_ref: str, tip: str,
+def check_out(output: Output, mirror: Mirror, revision: Revision, result_ref: str, tip: str,
                 warn: Callable[[str], None]) -> None:
     """Check the result out as branch `revision.branch_name` in the output repository."""
     path, branch = output.path, revision.branch_name
@@ -122,21 +121,16 @@ def materialise(output: Output, mirror: Mirror, revision: Revision, result_ref: 
 
 def _clone(path: Path, mirror: Mirror, tip: str) -> None:
     """A new output repository, cloned aside and renamed into place: an interrupted clone never
-    leaves a half repository where the output goes. The staging folder is patchkit's by its name,
-    so one an earlier run left behind is removed."""
-    staging = path.parent / f".{path.name}.patchkit-clone"
-    shutil.rmtree(staging, ignore_errors=True)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
+    leaves a half repository where the output goes. What an earlier run killed there left beside
+    it is removed first."""
+    remove_aside(path)
+    with atomic_folder(path) as staging:  # onto a missing or empty folder (check_output saw to that)
         # --local hardlinks the mirror's objects: seconds instead of minutes for llama.cpp.
         git.run(["clone", "--quiet", "--local", "--no-checkout", "--", str(mirror.path), str(staging)])
         git.run(["remote", "set-url", "origin", mirror.url], cwd=staging)
         # Until the first checkout ends, the clone's empty work tree is patchkit's half-done work.
         atomic_write(staging / ".git" / _MARKER, f"{tip}\n".encode())
         testpoint.pause("clone")
-        os.replace(staging, path)  # onto a missing or empty folder (check_output saw to that)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
 
 
 def _unsaved_commits(path: Path, branch: str) -> dict[str, list[str]]:

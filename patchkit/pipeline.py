@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterable
 
 from patchkit import __version__, git, refs, testpoint
 from patchkit.apply import Applier, PatchResult, Verdict, fast_import
-from patchkit.output import check_output, materialise
+from patchkit.output import check_out, check_output
 from patchkit.project import Lock, Project
 from patchkit.queue import Patch, Queue
 from patchkit.hooks import Hooks
@@ -111,7 +111,7 @@ def run_apply(project: Project, options: ApplyOptions, hooks: Hooks = Hooks()) -
             tip = ids[committed[-1].patch.name] if committed else revision.commit
             checks = _run_checks(project, [a.patch for a in committed], reader, tip) if options.check else None
         if output:
-            materialise(output, mirror, revision, result_ref, tip, warn)
+            check_out(output, mirror, revision, result_ref, tip, warn)
         tree = git.run(["rev-parse", f"{tip}^{{tree}}"], cwd=mirror.path)
         for r in results:
             if r.verdict is Verdict.FUZZED:

@@ -10,16 +10,14 @@ import contextlib
 import difflib
 import fcntl
 import hashlib
-import os
 import re
-import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
 from patchkit import git, refs
 from patchkit.errors import EnvironmentProblem, PatchkitError
+from patchkit.fileio import atomic_folder, remove_aside
 from patchkit.project import Project
 
 _FETCH_REFSPECS = ["+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"]
@@ -92,9 +90,7 @@ class Mirror:
         for pattern in _GIT_LOCKS:
             for lock in self.path.glob(pattern):
                 lock.unlink(missing_ok=True)
-        # a first fetch killed before its rename
-        for tmp in self.path.parent.glob(f".{self.path.name}.*"):
-            shutil.rmtree(tmp, ignore_errors=True)
+        remove_aside(self.path)  # a first fetch killed before its rename
 
     def fetch(self, progress: Progress | None = None) -> None:
         """Bring the mirror up to date. A first fetch builds it aside and renames it into place,
@@ -103,16 +99,9 @@ class Mirror:
         if self.exists:
             self._fetch_into(self.path, progress)
             return
-        try:
-            tmp = Path(tempfile.mkdtemp(prefix=f".{self.path.name}.", dir=self.path.parent))
-        except OSError as exc:
-            raise _unwritable(self.path.parent, exc) from None
-        try:
+        with atomic_folder(self.path) as tmp:
             git.run(["init", "--bare", "--quiet", str(tmp)])
             self._fetch_into(tmp, progress)
-            os.replace(tmp, self.path)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
 
     def _fetch_into(self, repo: Path, progress: Progress | None) -> None:
         args = ["fetch", "--progress", "--prune", "--no-write-fetch-head", "--", self.url, *_FETCH_REFSPECS]

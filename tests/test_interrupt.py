@@ -110,7 +110,7 @@ def test_interrupted_anywhere_then_the_next_plain_apply_finishes(tmp_path, upstr
     assert (out / SERVER_CONTEXT).read_text() == upstream.expected_patched("master")
     assert git.run(["rev-parse", "--abbrev-ref", "HEAD"], cwd=out) == "patchkit/master"
     assert git.run(["status", "--porcelain"], cwd=out) == ""
-    assert not (root / ".llama.cpp.patchkit-clone").exists() and not list((out / ".git").glob("*.lock"))
+    assert not list(root.glob(".llama.cpp.patchkit-*")) and not list((out / ".git").glob("*.lock"))
     assert Project.load(root).lock().upstream_commit == git.run(["rev-parse", "master"], cwd=upstream.path)
 
 

@@ -6,18 +6,16 @@ that Ctrl-C can stop the whole tree of compilers it started, not only CMake.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import re
 import shutil
-import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Sequence, TextIO
 
 from patchkit.errors import EnvironmentProblem
+from patchkit.process import stop_group
 
 MIN_CMAKE = (3, 24)  # `cmake --fresh`
 # Languages a compiler launcher is set for; CMake never reports these as unused, even when the
@@ -87,7 +85,7 @@ def run_logged(args: list[str], *, env: Mapping[str, str], log: TextIO,
             on_line(line.rstrip("\n"))
         return proc.wait()
     except BaseException:
-        _stop(proc)
+        stop_group(proc, _STOP_GRACE)  # SIGTERM first: Ninja passes it on to the compilers
         raise
     finally:
         proc.stdout.close()
@@ -118,15 +116,3 @@ def target_artifacts(build: Path) -> dict[str, list[Path]]:
         found[target["name"]] = [build / a["path"] for a in data.get("artifacts", [])]
     return found
 
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM to the whole group (Ninja passes it on to the compilers), SIGKILL if it lingers."""
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=_STOP_GRACE)
-    except ProcessLookupError:
-        return
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()

@@ -29,11 +29,18 @@ def build_info(tree: Path, fallback_commit: str | None = None) -> dict[str, str]
     if not commit:
         return {}
     git.validate_ref(commit, "upstream commit")
-    number = _git(tree, ["rev-list", "--count", commit, "--"])
+    number = build_number(tree, commit)
     full = _git(tree, ["rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}"])
-    if number and full:
-        return {"LLAMA_BUILD_NUMBER": number, "LLAMA_BUILD_COMMIT": short_commit(full)}
+    if number is not None and full:
+        return {"LLAMA_BUILD_NUMBER": str(number), "LLAMA_BUILD_COMMIT": short_commit(full)}
     return {"LLAMA_BUILD_COMMIT": short_commit(commit)}
+
+
+def build_number(repo: Path, commit: str) -> int | None:
+    """LLAMA_BUILD_NUMBER for COMMIT: the commits reachable from it, as llama.cpp's build counts
+    them. None when REPO does not have COMMIT's history."""
+    number = _git(repo, ["rev-list", "--count", commit, "--"])
+    return int(number) if number else None
 
 
 def _git(tree: Path, args: list[str]) -> str | None:

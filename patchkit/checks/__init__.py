@@ -8,9 +8,9 @@
 directory or on git objects, never needing a checkout.
 """
 
-from patchkit.checks.results import CheckReport, Region, RuleResult, SiteReport, Status
+from patchkit.checks.results import CheckReport, Region, RuleResult, SiteReport, SiteStatus
 from patchkit.checks.rules import Receiver, Rule, combine_rules, load_rules, parse_rules, queue_rules
 from patchkit.checks.run import Reader, run_checks
 
 __all__ = ["CheckReport", "Reader", "Receiver", "Region", "Rule", "RuleResult", "SiteReport",
-           "Status", "combine_rules", "load_rules", "parse_rules", "queue_rules", "run_checks"]
+           "SiteStatus", "combine_rules", "load_rules", "parse_rules", "queue_rules", "run_checks"]

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 
-class Status(str, enum.Enum):
+class SiteStatus(str, enum.Enum):
     OK = "ok"
     MISSING_FLAG = "missing-flag"  # require-flag not among the resolved flags
     FORBIDDEN_FLAG = "forbidden-flag"  # forbid-flag among them
@@ -52,7 +52,7 @@ class SiteReport:
     bound_to: str | None  # the member the receiver is bound to, None when unknown
     site_class: str  # the selecting rule's class: "speculative", "prompt-cache", ...
     flags: tuple[str, ...]  # resolved flag names, sorted
-    status: Status
+    status: SiteStatus
     message: str
 
 

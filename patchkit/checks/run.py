@@ -6,7 +6,7 @@ from collections import defaultdict
 from typing import Callable
 
 from patchkit.checks.cpp import Binding, Call, CppFile, Flags
-from patchkit.checks.results import CheckReport, Region, RuleResult, SiteReport, Status, flag_shortener
+from patchkit.checks.results import CheckReport, Region, RuleResult, SiteReport, SiteStatus, flag_shortener
 from patchkit.checks.rules import Rule
 
 Reader = Callable[[str], "bytes | None"]  # path in the tree -> contents, None when absent
@@ -53,7 +53,7 @@ def _result(rule: Rule, sites: tuple[SiteReport, ...], regions: tuple[Region, ..
         id=rule.id, site_class=rule.site_class, file=rule.file, source=rule.source,
         calls=rule.calls, require_flag=rule.require_flag, forbid_flag=rule.forbid_flag,
         expected=rule.expect_count, found=len(sites),
-        passed=not problems and all(s.status is Status.OK for s in sites),
+        passed=not problems and all(s.status is SiteStatus.OK for s in sites),
         messages=tuple(problems), sites=sites, regions=regions,
     )
 
@@ -75,37 +75,37 @@ def _site(rule: Rule, file: CppFile, call: Call, binding: Binding | None) -> Sit
 
 
 def _verdict(rule: Rule, file: CppFile, call: Call, binding: Binding | None,
-             flags: Flags | None) -> tuple[Status, str]:
+             flags: Flags | None) -> tuple[SiteStatus, str]:
     errors = {*file.errors_at(call.node), *(binding.errors if binding else ()),
               *(flags.errors if flags else ())}
     if errors:
         where = ", ".join(f"{r.lines}: {r.text}" for r in sorted(errors, key=lambda r: (r.line, r.column)))
-        return Status.PARSE_ERROR, (f"depends on code tree-sitter could not parse ({where}); "
+        return SiteStatus.PARSE_ERROR, (f"depends on code tree-sitter could not parse ({where}); "
                                     "check that code by hand or simplify it")
     if binding is not None and binding.member is None:
         wanted = f"{'' if rule.receiver.bound else 'not '}bound to {rule.receiver.member}"
-        return Status.UNRESOLVED, f"has a receiver that cannot be shown {wanted}: {binding.reason}"
+        return SiteStatus.UNRESOLVED, f"has a receiver that cannot be shown {wanted}: {binding.reason}"
     if flags is None:
         if rule.require_flag or rule.forbid_flag:
-            return Status.UNRESOLVED, f"has no argument {rule.flags_arg} to hold the flags"
-        return Status.OK, "selected"
+            return SiteStatus.UNRESOLVED, f"has no argument {rule.flags_arg} to hold the flags"
+        return SiteStatus.OK, "selected"
     flag = rule.require_flag or rule.forbid_flag or ""
     short = flag_shortener(flag, flags.names)
     shown = "{" + ", ".join(sorted(map(short, flags.names)) + ["<run-time value>"] * bool(flags.dynamic)
                             + ["<unresolved>"] * bool(flags.unresolved)) + "}"
     if rule.forbid_flag and rule.forbid_flag in flags.names:
-        return Status.FORBIDDEN_FLAG, f"carries {short(rule.forbid_flag)}; it must not (flags {shown})"
+        return SiteStatus.FORBIDDEN_FLAG, f"carries {short(rule.forbid_flag)}; it must not (flags {shown})"
     if rule.require_flag and rule.require_flag in flags.names:
-        return Status.OK, f"has flags {shown}"
+        return SiteStatus.OK, f"has flags {shown}"
     if flags.unresolved:
-        return Status.UNRESOLVED, f"has flags that cannot be resolved: {'; '.join(flags.unresolved)}"
+        return SiteStatus.UNRESOLVED, f"has flags that cannot be resolved: {'; '.join(flags.unresolved)}"
     if flags.dynamic:
-        return Status.DYNAMIC, (f"gets its flags at run time ({'; '.join(flags.dynamic)}), so "
+        return SiteStatus.DYNAMIC, (f"gets its flags at run time ({'; '.join(flags.dynamic)}), so "
                                 f"{short(flag)} cannot be confirmed {'present' if rule.require_flag else 'absent'}; "
                                 "upstream may have adopted a run-time choice: review the intent")
     if rule.require_flag:
-        return Status.MISSING_FLAG, f"has flags {shown}; {short(rule.require_flag)} missing"
-    return Status.OK, f"has flags {shown}"
+        return SiteStatus.MISSING_FLAG, f"has flags {shown}; {short(rule.require_flag)} missing"
+    return SiteStatus.OK, f"has flags {shown}"
 
 
 def _count_problems(rule: Rule, file: CppFile, sites: list[SiteReport]) -> list[str]:
@@ -127,7 +127,7 @@ def _count_detail(rule: Rule, sites: list[SiteReport], surplus: int) -> str:
     """Which sites are new or gone. Without a record of the old sites, the patch's own work is
     the clue: sites the patch covered pass, so failing sites equal in number to the surplus are
     the ones upstream added."""
-    failing = [s.line for s in sites if s.status is not Status.OK]
+    failing = [s.line for s in sites if s.status is not SiteStatus.OK]
     lines = ", ".join(str(s.line) for s in sites) or "none"
     if surplus > 0 and len(failing) == surplus:
         return f"new site{'s' if surplus > 1 else ''} at line{'s' if surplus > 1 else ''} {', '.join(map(str, failing))}"

@@ -17,7 +17,7 @@ from typing import Any, Callable, Literal, Mapping, Sequence
 
 import requests
 
-from patchkit import __version__
+from patchkit import __version__, http
 from patchkit.errors import EnvironmentProblem, PatchkitError
 
 DEFAULT_API = "https://api.github.com"
@@ -28,6 +28,7 @@ _MARKER_RE = re.compile(r"<!-- patchkit:patch=(.+?) -->")
 _REPOSITORY_RE = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 _BODY_LIMIT = 65_000  # GitHub refuses bodies over 65,536 characters
 _MAX_BACKOFF = 60.0
+_DEADLINE = 900.0  # one call, its retries and waits included: up to two rate-limit waits fit
 # A wait past this (a primary rate limit resets hourly) is better reported than slept through:
 # the job would hold a runner for nothing.
 _MAX_RATE_LIMIT_WAIT = 300.0
@@ -75,6 +76,18 @@ class Action:
     target: str | None  # "#12"; None when a dry run cannot know the number
     url: str | None
     dry_run: bool = False
+
+
+@dataclass(frozen=True)
+class _Reply:
+    """One answer of the API, read whole."""
+
+    status: int
+    body: bytes
+    next_url: str | None  # the Link header's next page
+
+    def json(self) -> Any:
+        return json.loads(self.body)
 
 
 def _to_stderr(line: str) -> None:
@@ -155,10 +168,10 @@ class GitHub:
         url: str | None = f"{self.config.api}{self._repo}/issues"
         params: dict[str, Any] | None = {"labels": LABEL, "state": "open", "per_page": 100}
         while url:
-            response = self._request("GET", url, params=params)
+            reply = self._request("GET", url, params=params)
             # The issues list holds pull requests too; a PR cannot carry our marker on purpose.
-            issues.extend(i for i in response.json() if "pull_request" not in i)
-            url, params = response.links.get("next", {}).get("url"), None  # next carries the query
+            issues.extend(i for i in reply.json() if "pull_request" not in i)
+            url, params = reply.next_url, None  # next carries the query
             if url and not url.startswith(self.config.api + "/"):
                 raise EnvironmentProblem(f"GitHub's next page {url} is outside {self.config.api}",
                                          "check GITHUB_API_URL")
@@ -170,7 +183,7 @@ class GitHub:
         if self.dry_run:
             return
         path = f"{self._repo}/labels/{LABEL}"
-        if self._request("GET", f"{self.config.api}{path}", missing_ok=True).status_code == 404:
+        if self._request("GET", f"{self.config.api}{path}", missing_ok=True).status == 404:
             self._send("POST", f"{self._repo}/labels",
                        {"name": LABEL, "color": LABEL_COLOR,
                         "description": "A patch that patchkit's nightly rebase could not carry"})
@@ -209,54 +222,56 @@ class GitHub:
         return self._request(method, f"{self.config.api}{path}", json_body=body).json()
 
     def _request(self, method: str, url: str, *, params: dict[str, Any] | None = None,
-                 json_body: dict[str, Any] | None = None, missing_ok: bool = False) -> requests.Response:
-        """One call, retried with backoff on 5xx, rate limits and unreachable hosts."""
+                 json_body: dict[str, Any] | None = None, missing_ok: bool = False) -> _Reply:
+        """One call, retried with backoff on 5xx, rate limits and unreachable hosts (patchkit.http)."""
         headers = {"Authorization": f"Bearer {self.config.token}",
                    "Accept": "application/vnd.github+json",
                    "X-GitHub-Api-Version": "2022-11-28",
                    "User-Agent": f"patchkit/{__version__}"}
         what = f"{method} {url.removeprefix(self.config.api)}"
-        for attempt in range(self._retries + 1):
-            backoff = min(_MAX_BACKOFF, 2.0 ** (attempt + 1))
-            try:
-                response = self._session.request(method, url, params=params, json=json_body,
-                                                 headers=headers, timeout=self._timeout)
-            except requests.RequestException as exc:
-                failure, delay = f"cannot reach {self.config.api} ({type(exc).__name__})", backoff
-            else:
-                delay = self._rate_limit_wait(response)
-                if delay is None and response.status_code < 500:
-                    return self._checked(response, what, missing_ok)
-                failure = f"{what} answered {response.status_code} {response.reason}"
-                delay = backoff if delay is None else delay
-            if attempt == self._retries:
-                break
-            self._sleep(delay)
-        raise EnvironmentProblem(f"GitHub API: {failure}, {self._retries + 1} tries",
-                                 "check the network and https://www.githubstatus.com, then rerun")
+
+        def attempt(deadline: http.Deadline) -> _Reply:
+            with http.send(self._session, method, url, deadline, params=params, json=json_body,
+                           headers=headers) as response:
+                wait = self._rate_limit_wait(response)
+                if wait is not None:
+                    raise http.Retry(f"{what} answered {response.status_code} {response.reason}", wait)
+                retry = http.retry_for(response, what, self._clock)
+                if retry is not None:
+                    raise retry
+                return _Reply(response.status_code, http.read(response, deadline),
+                              response.links.get("next", {}).get("url"))
+
+        policy = http.Policy(timeout=self._timeout, deadline=_DEADLINE, retries=self._retries, backoff=2.0,
+                             max_backoff=_MAX_BACKOFF)
+        try:
+            reply = http.call(attempt, policy, sleep=self._sleep)
+        except http.GaveUp as exc:
+            raise EnvironmentProblem(f"GitHub API: {exc.reason}, {exc.tries} tries",
+                                     "check the network and https://www.githubstatus.com, then rerun") from None
+        return self._checked(reply, what, missing_ok)
 
     def _rate_limit_wait(self, response: requests.Response) -> float | None:
         """Seconds to wait before retrying a rate-limited call; None when it was not one."""
         if response.status_code not in (403, 429):
             return None
         headers = response.headers
-        if headers.get("retry-after", "").isdigit():  # GitHub sends seconds, never an HTTP date
-            wait = float(headers["retry-after"])
-        elif headers.get("x-ratelimit-remaining") == "0" and "x-ratelimit-reset" in headers:
+        wait = http.retry_after(response, self._clock)
+        if wait is None and headers.get("x-ratelimit-remaining") == "0" and "x-ratelimit-reset" in headers:
             wait = max(1.0, float(headers["x-ratelimit-reset"]) - self._clock())
-        elif response.status_code == 429:
+        elif wait is None and response.status_code == 429:
             wait = _MAX_BACKOFF
-        else:
+        elif wait is None:
             return None  # a plain 403: a permission, not a limit
         if wait > _MAX_RATE_LIMIT_WAIT:
             raise EnvironmentProblem(f"GitHub API rate limit for {self.config.repository}, "
                                      f"for another {wait:.0f} s", "rerun the job later")
         return wait
 
-    def _checked(self, response: requests.Response, what: str, missing_ok: bool) -> requests.Response:
-        status = response.status_code
+    def _checked(self, reply: _Reply, what: str, missing_ok: bool) -> _Reply:
+        status = reply.status
         if status < 300 or (status == 404 and missing_ok):
-            return response
+            return reply
         repository = self.config.repository
         if status == 401:
             raise PatchkitError(f"GitHub refused the token for {repository} (401 on {what})",
@@ -268,7 +283,7 @@ class GitHub:
         if status == 404:
             raise PatchkitError(f"GitHub: {what} not found (404) in {repository}",
                                 "check GITHUB_REPOSITORY and that the token can see the repository")
-        raise PatchkitError(f"GitHub: {what} answered {status}: {_message(response)}",
+        raise PatchkitError(f"GitHub: {what} answered {status}: {_message(reply)}",
                             f"check the repository {repository} and the request")
 
 
@@ -283,10 +298,10 @@ def _clip(body: str) -> str:
     return body[:_BODY_LIMIT] + "\n\n… (cut: see the full report in the run's artifacts)"
 
 
-def _message(response: requests.Response) -> str:
+def _message(reply: _Reply) -> str:
     try:
-        data = response.json()
+        data = reply.json()
     except ValueError:
-        return response.text[:200]
+        return reply.body.decode(errors="replace")[:200]
     errors = "; ".join(str(e.get("message") or e.get("code")) for e in data.get("errors", []) if isinstance(e, dict))
     return f"{data.get('message', '')}{' (' + errors + ')' if errors else ''}"

@@ -1,8 +1,8 @@
-"""`patchkit nightly`: the fork's nightly CI job: parse, call patchkit.nightly, render, report."""
+"""`patchkit nightly`: the fork's nightly CI job: parse, call patchkit.nightly (the night, then its
+outputs: nightly/publish.py), render."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import List, Optional
 
@@ -45,26 +45,17 @@ def nightly_command(
       patchkit nightly --build cpu --report-dir reports --github-issues\n
       patchkit nightly upstream@b7421 --no-refresh --no-update-lock
     """
-    from patchkit.fileio import atomic_write, ensure_writable
-    from patchkit.nightly.night import NightlyOptions, run_nightly
-    from patchkit.project import Project
-    from patchkit.queue import Queue
-    from patchkit.report import nightly as render
-    from patchkit.report import to_json, write_output
-    from patchkit.upstream import parse_spec
     from patchkit.hooks import Hooks
+    from patchkit.nightly.night import NightlyOptions, run_nightly
+    from patchkit.nightly.publish import Destinations, Rendered, publish
+    from patchkit.project import Project
+    from patchkit.report import nightly as render
+    from patchkit.report import to_json
+    from patchkit.upstream import parse_spec
 
     parse_spec(spec)
     project = Project.find()
-    folder = (report_dir or project.state_dir / "nightly").resolve()
-    # Everything the night will write or need, checked before the work (a refusal afterwards
-    # would come after the lock and the patches moved).
-    ensure_writable(*(folder / name for name in ("report.json", "report.md", "junit.xml")),
-                    *(folder / "patches" / patch.name for patch in Queue.load(project).patches))
-    if github_issues:
-        from patchkit.ci.github import GitHubConfig
-
-        GitHubConfig.from_env()
+    where = Destinations.check(project, (report_dir or project.state_dir / "nightly").resolve(), github_issues)
     options = NightlyOptions(spec=spec, upstream=upstream, fetch=not no_fetch, fuzz=fuzz,
                              output=output.resolve() if output else None, force=force, refresh=refresh,
                              update_lock=update_lock, allow_rewind=allow_rewind, build=tuple(build))
@@ -73,44 +64,10 @@ def nightly_command(
             build_progress(bool(build)) as builds:
         report = run_nightly(project, options, Hooks(progress=progress, warn=warn, build_progress=builds))
 
-    markdown_text = render.to_markdown(report)
-    for name, text in (("report.json", to_json("nightly", report)), ("report.md", markdown_text),
-                       ("junit.xml", render.to_junit(report))):
-        write_output(folder / name, text)
-    for entry in report.refreshed:  # the refreshed patches, for CI to upload
-        atomic_write(folder / "patches" / entry.name, (project.patches_dir / entry.name).read_bytes())
-    if os.environ.get("GITHUB_STEP_SUMMARY"):
-        with open(os.environ["GITHUB_STEP_SUMMARY"], "a", encoding="utf-8") as summary:
-            summary.write(markdown_text + "\n")
-    exit_code = report.exit_code
-    if github_issues:
-        exit_code = _github_issues(report, markdown_text, exit_code)
-    emit({json_out: lambda: to_json("nightly", report), markdown: lambda: markdown_text,
-          junit: lambda: render.to_junit(report)},
+    rendered = Rendered(json=to_json("nightly", report), markdown=render.to_markdown(report),
+                        junit=render.to_junit(report),
+                        findings={f.patch: render.finding_line(f) for f in report.findings})
+    exit_code = publish(project, report, rendered, where, warn)
+    emit({json_out: lambda: rendered.json, markdown: lambda: rendered.markdown, junit: lambda: rendered.junit},
          lambda: render.render_terminal(report, console()) if not is_quiet() else print(render.summary_line(report)))
     raise typer.Exit(exit_code)
-
-
-def _github_issues(report, markdown_text: str, exit_code: int) -> int:
-    """One issue per failing patch. An API failure on a bad night keeps exit 1 with a warning (the
-    reports are written already); on a good night it is the run's failure."""
-    from patchkit.errors import PatchkitError
-    from patchkit.ci.github import GitHub, GitHubConfig, PatchProblem
-    from patchkit.report import nightly as render
-
-    findings = {f.patch: f for f in report.findings}
-    problems = [PatchProblem(p.name, p.verdict.value, p.detail or p.verdict.value,
-                             render.finding_line(findings[p.name]) if p.name in findings else p.detail)
-                for p in report.apply.patches if not p.good or p.name in findings]
-    good = [p.name for p in report.apply.patches if p.good and p.name not in findings]
-    run_url = None
-    if os.environ.get("GITHUB_RUN_ID") and os.environ.get("GITHUB_REPOSITORY"):
-        run_url = (f"{os.environ.get('GITHUB_SERVER_URL', 'https://github.com')}/"
-                   f"{os.environ['GITHUB_REPOSITORY']}/actions/runs/{os.environ['GITHUB_RUN_ID']}")
-    try:
-        GitHub(GitHubConfig.from_env()).sync_issues(problems, good, run_url)
-    except PatchkitError as exc:
-        if exit_code == 0:
-            raise
-        warn(f"GitHub issues not updated: {exc}")
-    return exit_code

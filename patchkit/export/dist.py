@@ -17,9 +17,8 @@ from pathlib import Path
 
 from patchkit.errors import PatchkitError
 from patchkit.export import sha256sums, tarball
-from patchkit.export.folder import missing_folders, remove_empty
 from patchkit.export.patched import PatchedQueue, patched_queue
-from patchkit.fileio import atomic_file, atomic_write, ensure_writable
+from patchkit.fileio import atomic_file, atomic_write, ensure_writable, missing_folders, remove_empty
 from patchkit.project import Project
 from patchkit.hooks import Hooks
 

@@ -8,15 +8,13 @@ current folder. OUT is never inside a folder patchkit keeps for itself (the queu
 
 from __future__ import annotations
 
-import contextlib
 import os
-import secrets
-import shutil
 from pathlib import Path
 from typing import Iterable
 
 from patchkit.errors import PatchkitError
 from patchkit.export.formats import OutFile
+from patchkit.fileio import atomic_folder
 
 
 def check_target(out: Path, force: bool, keep: Iterable[Path] = (), owned: Iterable[Path] = ()) -> Path:
@@ -45,44 +43,8 @@ def check_target(out: Path, force: bool, keep: Iterable[Path] = (), owned: Itera
 
 def write_folder(out: Path, files: Iterable[OutFile], force: bool) -> None:
     """Write FILES as the folder OUT (checked by check_target), replacing it in one rename."""
-    real = check_target(out, force)
-    made = missing_folders(real)
-    real.parent.mkdir(parents=True, exist_ok=True)
-    # os.mkdir and open() honour the umask, so the folder gets the modes a plain write would give.
-    new = _sibling(real, "new")
-    os.mkdir(new)
-    try:
+    with atomic_folder(check_target(out, force)) as new:
         for f in files:
             path = new / f.path
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(f.data)
-        if real.exists():
-            old = _sibling(real, "old")
-            os.rename(real, old)
-            try:
-                os.rename(new, real)
-            except BaseException:
-                os.rename(old, real)
-                raise
-            shutil.rmtree(old)
-        else:
-            os.rename(new, real)
-    except BaseException:
-        shutil.rmtree(new, ignore_errors=True)
-        remove_empty(made)
-        raise
-
-
-def missing_folders(path: Path) -> list[Path]:
-    """PATH's folders that do not exist yet, deepest first: a write that fails removes them again."""
-    return [folder for folder in path.parents if not folder.exists()]
-
-
-def remove_empty(folders: Iterable[Path]) -> None:
-    for folder in folders:
-        with contextlib.suppress(OSError):  # not empty: someone else's files are in it now
-            folder.rmdir()
-
-
-def _sibling(real: Path, what: str) -> Path:
-    return real.with_name(f".{real.name}.patchkit-{what}-{secrets.token_hex(4)}")

@@ -13,18 +13,17 @@ from __future__ import annotations
 import hashlib
 from typing import Iterable
 
-from patchkit import git
+from patchkit.backends import version
 from patchkit.errors import PatchkitError
 from patchkit.upstream import Mirror
 
 
 def build_number(mirror: Mirror, commit: str) -> int:
-    """llama.cpp's LLAMA_BUILD_NUMBER for COMMIT, counted in the mirror (which has all history)."""
-    try:
-        return int(git.run(["rev-list", "--count", commit, "--"], cwd=mirror.path))
-    except git.GitFailed:
-        raise PatchkitError(f"upstream commit {commit} is not in the mirror",
-                            "run once without --no-fetch") from None
+    """LLAMA_BUILD_NUMBER for COMMIT, counted in the mirror, which must have it (it has all history)."""
+    number = version.build_number(mirror.path, commit)
+    if number is None:
+        raise PatchkitError(f"upstream commit {commit} is not in the mirror", "run once without --no-fetch")
+    return number
 
 
 def queue_version(build: int, patches: Iterable[tuple[str, str]]) -> str:

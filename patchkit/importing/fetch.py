@@ -1,14 +1,15 @@
 """Downloading a patch from an `https://` URL: bounded in time and size, retried when the server
-or the network fails, pinned by `--sha256` when asked.
+or the network fails (patchkit.http), pinned by `--sha256` when asked.
 
 What goes wrong is sorted by whose it is: a 404, a wrong hash, a body over the cap or an
 `http://` URL are the input's (exit 2); a server that keeps failing, a connection that cannot be
 made or a certificate that cannot be verified are the environment's (exit 3).
 
 The limits can be tuned through the environment (tests make them small):
-`PATCHKIT_HTTP_TIMEOUT` (seconds per connect or read, default 30), `PATCHKIT_HTTP_MAX_BYTES`
-(default 32 MiB), `PATCHKIT_HTTP_RETRIES` (attempts after the first, default 2) and
-`PATCHKIT_HTTP_BACKOFF` (seconds before the first retry, doubling after, default 1).
+`PATCHKIT_HTTP_TIMEOUT` (seconds per connect or read, default 30), `PATCHKIT_HTTP_DEADLINE`
+(seconds for the whole download, retries and waits included, default 300),
+`PATCHKIT_HTTP_MAX_BYTES` (default 32 MiB), `PATCHKIT_HTTP_RETRIES` (attempts after the first,
+default 2) and `PATCHKIT_HTTP_BACKOFF` (seconds before the first retry, doubling after, default 1).
 """
 
 from __future__ import annotations
@@ -17,23 +18,22 @@ import hashlib
 import os
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 from urllib.parse import urljoin, urlsplit
 
-from patchkit import __version__
+from patchkit import __version__, http
 from patchkit.errors import EnvironmentProblem, PatchkitError
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _MAX_REDIRECTS = 5
+_DEFAULT = http.Policy()
 
 
 @dataclass(frozen=True)
 class Limits:
-    timeout: float = 30.0
+    policy: http.Policy = field(default_factory=http.Policy)
     max_bytes: int = 32 << 20
-    retries: int = 2
-    backoff: float = 1.0
 
     @classmethod
     def from_environment(cls) -> Limits:
@@ -50,13 +50,16 @@ class Limits:
                                     f"unset it or give a number (default {default:g})")
             return value
 
-        return cls(timeout=number("PATCHKIT_HTTP_TIMEOUT", cls.timeout, float, 0.001),
-                   max_bytes=int(number("PATCHKIT_HTTP_MAX_BYTES", cls.max_bytes, int, 1)),
-                   retries=int(number("PATCHKIT_HTTP_RETRIES", cls.retries, int, 0)),
-                   backoff=number("PATCHKIT_HTTP_BACKOFF", cls.backoff, float, 0))
+        policy = http.Policy(timeout=number("PATCHKIT_HTTP_TIMEOUT", _DEFAULT.timeout, float, 0.001),
+                             deadline=number("PATCHKIT_HTTP_DEADLINE", _DEFAULT.deadline, float, 0.001),
+                             retries=int(number("PATCHKIT_HTTP_RETRIES", _DEFAULT.retries, int, 0)),
+                             backoff=number("PATCHKIT_HTTP_BACKOFF", _DEFAULT.backoff, float, 0))
+        return cls(policy, int(number("PATCHKIT_HTTP_MAX_BYTES", cls.max_bytes, int, 1)))
 
 
-def is_url(source: str) -> bool:
+def has_url_scheme(source: str) -> bool:
+    """A SOURCE written as a URL (any scheme: check_url then refuses all but https and http), not a
+    path. Not git.is_url, which also takes scp-like `user@host:path`: a patch is never fetched so."""
     return bool(re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", source))
 
 
@@ -89,24 +92,17 @@ def download(url: str, *, sha256: str | None = None, allow_http: bool = False,
 
     limits = limits or Limits.from_environment()
     check_url(url, allow_http)
-    session = requests.Session()
-    session.headers.update({"User-Agent": f"patchkit/{__version__}",
-                            "Accept": "text/x-patch, text/x-diff, text/plain, */*;q=0.5"})
-    attempt = 0
-    try:
-        while True:
-            try:
-                data = _get(session, url, allow_http, limits)
-                break
-            except _Retryable as exc:
-                if attempt >= limits.retries:
-                    raise EnvironmentProblem(f"{url}: {exc.reason} (tried {attempt + 1} times)",
-                                             "check the network and the URL, or download the file and "
-                                             "import it from disk") from None
-                sleep(limits.backoff * (2 ** attempt))
-                attempt += 1
-    finally:
-        session.close()
+    with requests.Session() as session:
+        session.headers.update({"User-Agent": f"patchkit/{__version__}",
+                                "Accept": "text/x-patch, text/x-diff, text/plain, */*;q=0.5"})
+        try:
+            data = http.call(lambda deadline: _get(session, url, allow_http, limits, deadline),
+                             limits.policy, sleep=sleep)
+        except http.GaveUp as exc:
+            times = "once" if exc.tries == 1 else f"{exc.tries} times"
+            raise EnvironmentProblem(f"{url}: {exc.reason} (tried {times})",
+                                     "check the network and the URL, or download the file and "
+                                     "import it from disk") from None
     if sha256 is not None:
         got = hashlib.sha256(data).hexdigest()
         if got != sha256:
@@ -115,44 +111,20 @@ def download(url: str, *, sha256: str | None = None, allow_http: bool = False,
     return data
 
 
-class _Retryable(Exception):
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-def _get(session, url: str, allow_http: bool, limits: Limits) -> bytes:
+def _get(session, url: str, allow_http: bool, limits: Limits, deadline: http.Deadline) -> bytes:
     """One attempt, following redirects by hand so that each hop's scheme is checked."""
-    import requests
-
     current = url
-    deadline = time.monotonic() + limits.timeout * 10  # a server dripping bytes cannot hold us
     for _ in range(_MAX_REDIRECTS + 1):
-        try:
-            response = session.get(current, stream=True, allow_redirects=False,
-                                   timeout=(limits.timeout, limits.timeout))
-        except requests.exceptions.SSLError as exc:
-            if "timed out" in str(exc):  # the handshake stalled: a timeout like any other
-                raise _Retryable(f"no answer within {limits.timeout:g} s") from None
-            raise EnvironmentProblem(f"{current}: TLS failed ({_short(exc)})",
-                                     "check the system clock and CA certificates (REQUESTS_CA_BUNDLE "
-                                     "names a CA file)") from None
-        except requests.exceptions.Timeout:
-            raise _Retryable(f"no answer within {limits.timeout:g} s") from None
-        except requests.exceptions.ConnectionError as exc:
-            raise _Retryable(f"cannot connect ({_short(exc)})") from None
-        except requests.exceptions.InvalidURL as exc:
-            raise PatchkitError(f"{current}: invalid URL ({exc})", "give a full https:// URL") from None
-        with response:
+        with http.send(session, "GET", current, deadline, allow_redirects=False) as response:
             if response.is_redirect:
-                location = response.headers.get("Location", "")
-                nxt = urljoin(current, location)
+                nxt = urljoin(current, response.headers.get("Location", ""))
                 check_url(nxt, allow_http)  # an https page redirecting to http is refused too
                 current = nxt
                 continue
+            retry = http.retry_for(response, "the server")
+            if retry is not None:
+                raise retry
             status = response.status_code
-            if status >= 500:
-                raise _Retryable(f"the server answered {status} {response.reason or ''}".rstrip())
             if status == 404:
                 raise PatchkitError(f"{current}: not found (HTTP 404)", "check the URL")
             if status >= 400:
@@ -161,41 +133,11 @@ def _get(session, url: str, allow_http: bool, limits: Limits) -> bytes:
                                     "check the URL and whether it needs a login")
             if status != 200:
                 raise PatchkitError(f"{current}: unexpected HTTP {status}", "give the URL of the .patch file itself")
-            return _body(response, current, limits, deadline)
+            try:
+                return http.read(response, deadline, limits.max_bytes)
+            except http.TooLarge as exc:
+                over = (f"{exc.size} bytes, over the {exc.cap}-byte cap" if exc.declared
+                        else f"more than {exc.cap} bytes, over the cap")
+                raise PatchkitError(f"{current}: {over} (PATCHKIT_HTTP_MAX_BYTES)",
+                                    "is this really a patch? download it and import the file if so") from None
     raise PatchkitError(f"{url}: more than {_MAX_REDIRECTS} redirects", "give the final URL of the .patch file")
-
-
-def _body(response, url: str, limits: Limits, deadline: float) -> bytes:
-    import requests
-
-    cap = limits.max_bytes
-    declared = response.headers.get("Content-Length", "")
-    if declared.isdigit() and int(declared) > cap:
-        raise PatchkitError(f"{url}: {int(declared)} bytes, over the {cap}-byte cap (PATCHKIT_HTTP_MAX_BYTES)",
-                            "is this really a patch? download it and import the file if so")
-    chunks: list[bytes] = []
-    size = 0
-    try:
-        for chunk in response.iter_content(chunk_size=65536):
-            size += len(chunk)
-            if size > cap:
-                raise PatchkitError(f"{url}: more than {cap} bytes, over the cap (PATCHKIT_HTTP_MAX_BYTES)",
-                                    "is this really a patch? download it and import the file if so")
-            chunks.append(chunk)
-            if time.monotonic() > deadline:
-                raise _Retryable(f"the download took longer than {limits.timeout * 10:g} s")
-    except requests.exceptions.Timeout:
-        raise _Retryable(f"the download stalled for {limits.timeout:g} s") from None
-    except (requests.exceptions.ConnectionError, requests.exceptions.ChunkedEncodingError,
-            requests.exceptions.ContentDecodingError) as exc:
-        raise _Retryable(f"the download broke off ({_short(exc)})") from None
-    return b"".join(chunks)
-
-
-def _short(exc: Exception) -> str:
-    """The innermost reason of a requests/urllib3 error, on one line."""
-    text = str(exc)
-    m = re.search(r"\(Caused by \w+\((.*)\)\)\s*$", text)
-    reason = m.group(1) if m else text
-    reason = re.sub(r"<urllib3[^>]*>:\s*", "", reason).strip("'\" ")
-    return " ".join(reason.split())[:200]

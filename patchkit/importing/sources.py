@@ -54,14 +54,14 @@ def decode(data: bytes) -> str:
 def gather(sources: list[str], *, from_repo: tuple[str, str] | None = None, ebuild: Path | None = None,
            sha256: list[str] | None = None, allow_http: bool = False) -> Gathered:
     """Every SOURCE's pieces in the order given, then those of --from-repo."""
-    urls = [s for s in sources if fetch.is_url(s)]
+    urls = [s for s in sources if fetch.has_url_scheme(s)]
     pins = [fetch.check_sha256(p) for p in sha256 or []]
     if pins and len(pins) != len(urls):
         raise PatchkitError(f"{len(pins)} --sha256 for {len(urls)} URL source(s)",
                             "give one --sha256 per URL, in the order of the URLs")
     for url in urls:  # every URL's form is checked before any download
         fetch.check_url(url, allow_http)
-    folders = [s for s in sources if not fetch.is_url(s) and s != "-" and Path(s).is_dir()]
+    folders = [s for s in sources if not fetch.has_url_scheme(s) and s != "-" and Path(s).is_dir()]
     if ebuild is not None:
         if not ebuild.is_file():
             raise PatchkitError(f"--ebuild {ebuild}: no such file", "give the .ebuild whose PATCHES orders the files")
@@ -74,7 +74,7 @@ def gather(sources: list[str], *, from_repo: tuple[str, str] | None = None, ebui
     pin_of = dict(zip(urls, pins))
     seen_stdin = False
     for source in sources:
-        if fetch.is_url(source):
+        if fetch.has_url_scheme(source):
             data = fetch.download(source, sha256=pin_of.get(source), allow_http=allow_http)
             pieces += _messages(decode(data), source, "url", warnings, origin=source)
         elif source == "-":

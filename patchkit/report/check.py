@@ -7,15 +7,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patchkit import __version__
-from patchkit.checks.results import CheckReport, Region, RuleResult, SiteReport, Status, flag_shortener
+from patchkit.checks.results import CheckReport, Region, RuleResult, SiteReport, SiteStatus, flag_shortener
 from patchkit.report import JUnitCase, junit_xml, md_table
 
 if TYPE_CHECKING:
     from rich.console import Console
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-_STYLE = {Status.OK: "green", Status.MISSING_FLAG: "red", Status.FORBIDDEN_FLAG: "red",
-          Status.DYNAMIC: "yellow", Status.UNRESOLVED: "yellow", Status.PARSE_ERROR: "magenta"}
+_STYLE = {SiteStatus.OK: "green", SiteStatus.MISSING_FLAG: "red", SiteStatus.FORBIDDEN_FLAG: "red",
+          SiteStatus.DYNAMIC: "yellow", SiteStatus.UNRESOLVED: "yellow", SiteStatus.PARSE_ERROR: "magenta"}
 
 
 def render_terminal(report: CheckReport, console: Console, *, quiet: bool = False, verbose: bool = False) -> None:
@@ -83,7 +83,7 @@ def to_markdown(report: CheckReport) -> str:
     if report.sites:
         out.append("\n## Sites\n\n" + md_table(["site", "call", "bound to", "class", "flags", "verdict"], [
             [f"`{s.file}:{s.line}`", f"`{s.call}`", s.bound_to or "?", s.site_class, _flags(rule, s),
-             s.status.value if s.status is Status.OK else f"**{s.status.value}**"]
+             s.status.value if s.status is SiteStatus.OK else f"**{s.status.value}**"]
             for rule in report.rules for s in rule.sites]))
     regions = _regions(report)
     if regions:
@@ -103,7 +103,7 @@ def junit_cases(report: CheckReport) -> list[JUnitCase]:
         details = "\n".join([*rule.messages, *(_site_line(rule, s) for s in rule.sites)] or ["no site found"])
         failure = None
         if not rule.passed:
-            failing = [s for s in rule.sites if s.status is not Status.OK]
+            failing = [s for s in rule.sites if s.status is not SiteStatus.OK]
             failure = (rule.messages[0] if rule.messages
                        else f"{len(failing)} of {rule.found} {rule.site_class} sites fail")
         cases.append(JUnitCase(classname="patchkit.check", name=rule.id,
@@ -120,7 +120,7 @@ def to_sarif(report: CheckReport, root: Path | None = None) -> str:
         for message in rule.messages:
             results.append(_sarif_result(rule, index, message, _anchor(rule)))
         for site in rule.sites:
-            if site.status is not Status.OK:
+            if site.status is not SiteStatus.OK:
                 results.append(_sarif_result(rule, index, site.message, site))
     run: dict = {
         "tool": {"driver": {"name": "patchkit", "version": __version__, **_homepage(), "rules": rules}},
@@ -172,12 +172,12 @@ def _sarif_result(rule: RuleResult, index: int, message: str, at: SiteReport | N
 
 def _anchor(rule: RuleResult) -> SiteReport | None:
     """Where a rule-level problem points: its first failing site, else its first site."""
-    failing = [s for s in rule.sites if s.status is not Status.OK]
+    failing = [s for s in rule.sites if s.status is not SiteStatus.OK]
     return (failing or list(rule.sites) or [None])[0]
 
 
 def _problems(report: CheckReport) -> list[str]:
-    return [m for r in report.rules for m in (*r.messages, *(s.message for s in r.sites if s.status is not Status.OK))]
+    return [m for r in report.rules for m in (*r.messages, *(s.message for s in r.sites if s.status is not SiteStatus.OK))]
 
 
 def _regions(report: CheckReport) -> list[tuple[str, Region]]:
@@ -188,9 +188,9 @@ def _regions(report: CheckReport) -> list[tuple[str, Region]]:
 
 def _flags(rule: RuleResult, site: SiteReport) -> str:
     short = flag_shortener(rule.require_flag or rule.forbid_flag or "", site.flags)
-    if site.status is Status.DYNAMIC:
+    if site.status is SiteStatus.DYNAMIC:
         return "run-time"
-    if site.status in (Status.UNRESOLVED, Status.PARSE_ERROR) and not site.flags:
+    if site.status in (SiteStatus.UNRESOLVED, SiteStatus.PARSE_ERROR) and not site.flags:
         return "?"
     return ", ".join(sorted(map(short, site.flags))) or "0"
 

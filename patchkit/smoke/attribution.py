@@ -47,7 +47,7 @@ class Frame:
     line: int  # 0 when unknown
 
 
-class Verdict(str, enum.Enum):
+class RuntimeVerdict(str, enum.Enum):
     OK = "ok"
     MISSING_FLAG = "missing-flag"  # a call at a require-flag site lacked the flag
     FORBIDDEN_FLAG = "forbidden-flag"  # a call at a forbid-flag site had it
@@ -55,7 +55,7 @@ class Verdict(str, enum.Enum):
     UNEXPECTED_SITE = "unexpected-site"  # a call through a rule's calls from a line no static site knows
 
 
-_FAILING = (Verdict.MISSING_FLAG, Verdict.FORBIDDEN_FLAG, Verdict.UNEXPECTED_SITE)
+_FAILING = (RuntimeVerdict.MISSING_FLAG, RuntimeVerdict.FORBIDDEN_FLAG, RuntimeVerdict.UNEXPECTED_SITE)
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,7 @@ class RuntimeSite:
     rule: str  # the rule's id; for an unexpected site, every rule it could belong to, comma-separated
     calls_seen: int
     flags_seen: tuple[int | None, ...]  # distinct, sorted; None: a call without a flags argument
-    verdict: Verdict
+    verdict: RuntimeVerdict
     message: str
 
 
@@ -296,17 +296,17 @@ def _judged(site: SiteReport, rule: Rule, calls: list[tuple[str, StateCall]],
     flags = _distinct(call.flags for _, call in calls)
     where = f"{site.file}:{site.line}: {site.site_class} site {site.call}"
     if not calls:
-        verdict, message = Verdict.NOT_REACHED, f"{where} not reached"
+        verdict, message = RuntimeVerdict.NOT_REACHED, f"{where} not reached"
     elif rule.require_flag and any(f is None or not f & flag_bits[rule.require_flag] for f in flags):
-        verdict = Verdict.MISSING_FLAG
+        verdict = RuntimeVerdict.MISSING_FLAG
         message = (f"{where} reached {_times(len(calls))} with {_flags_text(flags)}, without "
                    f"{rule.require_flag} ({flag_bits[rule.require_flag]})")
     elif rule.forbid_flag and any(f is not None and f & flag_bits[rule.forbid_flag] for f in flags):
-        verdict = Verdict.FORBIDDEN_FLAG
+        verdict = RuntimeVerdict.FORBIDDEN_FLAG
         message = (f"{where} reached {_times(len(calls))} with {_flags_text(flags)}, which include "
                    f"{rule.forbid_flag} ({flag_bits[rule.forbid_flag]})")
     else:
-        verdict, message = Verdict.OK, f"{where} reached {_times(len(calls))} with {_flags_text(flags)}"
+        verdict, message = RuntimeVerdict.OK, f"{where} reached {_times(len(calls))} with {_flags_text(flags)}"
     return RuntimeSite(file=site.file, line=site.line, call=site.call, site_class=site.site_class,
                        rule=site.rule, calls_seen=len(calls), flags_seen=flags, verdict=verdict, message=message)
 
@@ -315,7 +315,7 @@ def _unexpected(file: str, line: int, name: str, owners: tuple[str, ...], calls:
     flags = _distinct(call.flags for call in calls)
     return RuntimeSite(
         file=file, line=line, call=f"{name}(...)", site_class="unknown", rule=", ".join(owners),
-        calls_seen=len(calls), flags_seen=flags, verdict=Verdict.UNEXPECTED_SITE,
+        calls_seen=len(calls), flags_seen=flags, verdict=RuntimeVerdict.UNEXPECTED_SITE,
         message=(f"{file}:{line}: {name} reached {_times(len(calls))} with {_flags_text(flags)} from a line "
                  f"no static site of {', '.join(owners)} knows: the site checks missed this call"),
     )

@@ -23,6 +23,7 @@ from typing import Mapping
 import requests
 
 from patchkit.errors import EnvironmentProblem
+from patchkit.process import stop_group
 from patchkit.smoke.scenario import ServerRun
 
 HOST = "127.0.0.1"
@@ -166,28 +167,15 @@ def _spawn(args: list[str], *, env: Mapping[str, str], out, cwd: Path) -> subpro
 
 def _stop(proc: subprocess.Popen) -> str:
     """End PROC's session: SIGTERM, SIGKILL after STOP_GRACE. What was wrong with it, or ""."""
-    code = proc.poll()
+    running = proc.poll() is None
+    code = stop_group(proc, STOP_GRACE)
+    if not running:  # it ended by itself: _drive has said why
+        return ""
     if code is None:
-        _kill_group(proc, signal.SIGTERM)
-        try:
-            code = proc.wait(timeout=STOP_GRACE)
-        except subprocess.TimeoutExpired:
-            pass
-        finally:
-            _kill_group(proc, signal.SIGKILL)  # the server if it lingers, and what it left behind
-        proc.wait()
-        if code is None:
-            return f"server ignored SIGTERM for {STOP_GRACE:g} s and was killed"
-        if code not in (0, -signal.SIGTERM):
-            return f"server {_exit_words(code)} when asked to stop"
-    else:
-        _kill_group(proc, signal.SIGKILL)  # whatever it started and left behind
+        return f"server ignored SIGTERM for {STOP_GRACE:g} s and was killed"
+    if code not in (0, -signal.SIGTERM):
+        return f"server {_exit_words(code)} when asked to stop"
     return ""
-
-
-def _kill_group(proc: subprocess.Popen, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, sig)
 
 
 def _exited(proc: subprocess.Popen, timeout: float) -> bool:

@@ -12,7 +12,7 @@ import pytest
 
 from check_helpers import (ON_DEVICE, PARTIAL_ONLY, PROMPT, SERVER_CONTEXT, SPEC, check_fixture,
                            fixture_text, rule, shipped_rules, uncounted_rules, verdicts)
-from patchkit.checks import Status, run_checks
+from patchkit.checks import SiteStatus, run_checks
 from patchkit.git import ObjectReader
 
 PATCHED_SPEC = [(100, "ok"), (112, "ok"), (123, "ok"), (131, "ok"), (166, "ok"), (169, "ok")]
@@ -91,7 +91,7 @@ def test_constant_in_a_member_function_body_fails_as_unresolved():
 def test_constant_in_another_struct_does_not_count():
     report = check_fixture("shapes.cpp", uncounted_rules())
     site = next(s for s in rule(report, SPEC).sites if s.line == 67)
-    assert site.status is Status.UNRESOLVED
+    assert site.status is SiteStatus.UNRESOLVED
     assert "server_slot has no member spec_dft_flags declared at class scope" in site.message
     assert "line 21 in struct server_context_impl" in site.message
 

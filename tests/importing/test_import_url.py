@@ -151,6 +151,24 @@ def test_server_errors_are_retried(tmp_path, upstream, https, env):
     assert "the server answered 502" in result.stderr and "tried 2 times" in result.stderr
 
 
+def test_a_server_dripping_bytes_is_stopped_by_the_deadline(tmp_path, upstream, https, env):
+    from werkzeug import Response
+
+    def drip():
+        for _ in range(400):  # 20 s unless stopped; no pause is long enough for the read timeout
+            yield b"x"
+            time.sleep(0.05)
+
+    https.expect_request("/drip.patch").respond_with_handler(lambda request: Response(drip()))
+    root = fork(tmp_path, upstream)
+    started = time.monotonic()
+    result = run_import(root, https.url_for("/drip.patch"), env={**env, "PATCHKIT_HTTP_DEADLINE": "1"})
+    assert time.monotonic() - started < 15
+    assert result.returncode == 3, result.stderr
+    assert "no whole answer within the 1 s deadline (tried once)" in result.stderr
+    assert series(root) == []
+
+
 class SilentServer:
     """Accepts TLS connections, completes the handshake, reads the request, never answers."""
 

@@ -4,6 +4,7 @@ lock, a bad one names the commit and moves nothing, a fuzzed one is not good."""
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 
 from conftest import apply, assert_matches_schema, run_cli
@@ -108,3 +109,18 @@ def test_a_refused_night_writes_nothing(project, tmp_path):
     assert project.lock() == lock
     assert {p.name: p.read_bytes() for p in project.patches_dir.iterdir()} == before
     assert not (tmp_path / "s").exists()
+
+
+def test_a_github_refusal_warns_on_a_bad_night_and_fails_a_good_one(project, tmp_path, httpserver):
+    apply(project, "b1000", update_lock=True)
+    httpserver.expect_request(re.compile(".*")).respond_with_json({"message": "Bad credentials"}, status=401)
+    env = {"GITHUB_REPOSITORY": "fork/llama.cpp", "GITHUB_TOKEN": "expired",
+           "GITHUB_API_URL": httpserver.url_for("").rstrip("/")}
+    bad = night(project, "upstream@scenario/conflict", "--github-issues", "--report-dir", str(tmp_path / "bad"),
+                env=env)
+    assert bad.returncode == 1, bad.stderr  # the night's own verdict: the reports are written
+    assert "GitHub issues not updated: GitHub refused the token" in bad.stderr
+    assert (tmp_path / "bad" / "report.json").is_file()
+    good = night(project, "upstream@HEAD", "--github-issues", "--report-dir", str(tmp_path / "good"), env=env)
+    assert good.returncode == 2 and "GitHub refused the token for fork/llama.cpp" in good.stderr
+    assert json.loads((tmp_path / "good" / "report.json").read_text())["passed"]

@@ -11,7 +11,7 @@ import pytest
 from smoke_helpers import FIXTURE, SERVER_CONTEXT, fixture_run, site_lines  # noqa: F401 (a fixture)
 from patchkit.checks import CheckReport, load_rules, parse_rules, run_checks
 from patchkit.errors import EnvironmentProblem, PatchkitError
-from patchkit.smoke.attribution import Verdict, attribute, symbolize
+from patchkit.smoke.attribution import RuntimeVerdict, attribute, symbolize
 
 SPEC, PROMPT = "speculative-checkpoints-on-device", "prompt-cache-checkpoints-on-host"
 RULES = load_rules(FIXTURE.parents[2] / "patches" / "server-keep-speculative-checkpoints-on-device.checks.yaml")
@@ -32,13 +32,13 @@ def test_each_site_gets_its_calls_flags_and_verdict(symbolized):
     result = attribute(RULES, static(), symbolized, root=str(FIXTURE))
     lines = site_lines()
     assert [(s.line, s.rule, s.site_class, s.calls_seen, s.flags_seen, s.verdict) for s in result.sites] == [
-        (lines["spec-update-tgt"], SPEC, "speculative", 1, (3,), Verdict.OK),
+        (lines["spec-update-tgt"], SPEC, "speculative", 1, (3,), RuntimeVerdict.OK),
         # The return address of this two-line call is on its second line: joined all the same.
-        (lines["spec-update-dft"], SPEC, "speculative", 1, (1,), Verdict.MISSING_FLAG),
-        (lines["spec-load-dft"], SPEC, "speculative", 0, (), Verdict.NOT_REACHED),
-        (lines["spec-load-tgt"], SPEC, "speculative", 2, (3,), Verdict.OK),
-        (lines["prompt-update-tgt"], PROMPT, "prompt-cache", 1, (1,), Verdict.OK),
-        (lines["prompt-load-tgt"], PROMPT, "prompt-cache", 1, (3,), Verdict.FORBIDDEN_FLAG),
+        (lines["spec-update-dft"], SPEC, "speculative", 1, (1,), RuntimeVerdict.MISSING_FLAG),
+        (lines["spec-load-dft"], SPEC, "speculative", 0, (), RuntimeVerdict.NOT_REACHED),
+        (lines["spec-load-tgt"], SPEC, "speculative", 2, (3,), RuntimeVerdict.OK),
+        (lines["prompt-update-tgt"], PROMPT, "prompt-cache", 1, (1,), RuntimeVerdict.OK),
+        (lines["prompt-load-tgt"], PROMPT, "prompt-cache", 1, (3,), RuntimeVerdict.FORBIDDEN_FLAG),
     ]
     assert {s.file for s in result.sites} == {SERVER_CONTEXT}
     assert not result.passed
@@ -74,7 +74,7 @@ def test_a_call_from_a_line_no_static_site_knows_is_unexpected(symbolized):
     missed = dataclasses.replace(prompt, sites=tuple(s for s in prompt.sites if s.line != lines["prompt-update-tgt"]))
     report = CheckReport(target=report.target, rules=tuple(missed if r.id == PROMPT else r for r in report.rules))
     result = attribute(RULES, report, symbolized, root=str(FIXTURE))
-    (unexpected,) = [s for s in result.sites if s.verdict is Verdict.UNEXPECTED_SITE]
+    (unexpected,) = [s for s in result.sites if s.verdict is RuntimeVerdict.UNEXPECTED_SITE]
     assert (unexpected.file, unexpected.line, unexpected.call, unexpected.rule, unexpected.flags_seen) == (
         SERVER_CONTEXT, lines["prompt-update-tgt"], "update_tgt(...)", f"{SPEC}, {PROMPT}", (1,))
     assert f"{SERVER_CONTEXT}:{lines['prompt-update-tgt']}: update_tgt reached once with flags 1 from a line no " \
@@ -92,7 +92,7 @@ def test_required_calls_never_reached_fail_and_a_full_run_passes(symbolized):
     assert [(c.rule, c.reached, c.missing) for c in covered.coverage] == [
         (SPEC, ("update_tgt", "update_dft", "load_tgt"), ()), (PROMPT, ("update_tgt", "load_tgt"), ())]
     # load_dft's only site is not reached: listed as such, and fails only when required.
-    assert [s.verdict for s in covered.sites].count(Verdict.NOT_REACHED) == 1
+    assert [s.verdict for s in covered.sites].count(RuntimeVerdict.NOT_REACHED) == 1
     short = attribute(unflagged, static(unflagged), symbolized, required={SPEC: ["update_tgt", "load_dft"]})
     assert not short.passed
     assert short.messages == (f"rule {SPEC}: load_dft never reached at a speculative site (runtime: require-reached)",)
