@@ -50,8 +50,6 @@ def test_a_smoke_build_that_did_not_make_a_server_says_what_happened(tmp_path, r
     assert said in smoke.stdout, smoke.stdout
 
 
-@pytest.mark.xfail(strict=True, reason="patchkit/importing/fetch.py (another helper's file) renders the "
-                                       "default with :g; it needs {default} for the integer limits")
 def test_a_bad_http_limit_names_its_default_as_a_number(tmp_path):
     assert run_cli("init", cwd=tmp_path).returncode == 0
     done = run_cli("import", "https://example.invalid/x.patch", cwd=tmp_path,

@@ -46,8 +46,11 @@ class Limits:
             except ValueError:
                 value = None
             if value is None or value < minimum:
-                raise PatchkitError(f"{name}={raw!r} is not a number >= {minimum:g}",
-                                    f"unset it or give a number (default {default:g})")
+                def shown(x: float) -> str:  # :g would write a byte count as 3.35544e+07
+                    return str(int(x)) if kind is int else f"{x:g}"
+
+                raise PatchkitError(f"{name}={raw!r} is not a number >= {shown(minimum)}",
+                                    f"unset it or give a number (default {shown(default)})")
             return value
 
         policy = http.Policy(timeout=number("PATCHKIT_HTTP_TIMEOUT", _DEFAULT.timeout, float, 0.001),
