@@ -27,7 +27,7 @@ _SUFFIX = re.compile(r"[~^].*$", re.DOTALL)  # "~1", "^", "^2~3": a revision rel
 # other patchkit uses the mirror, so any found then is stale and would fail the next write.
 _GIT_LOCKS = ("refs/**/*.lock", "packed-refs.lock", "index.lock", "shallow.lock", "config.lock", "HEAD.lock")
 
-Progress = Callable[[str], None]  # receives git's progress lines ("Receiving objects:  42% ...")
+Progress = Callable[[str], None]  # receives lines naming their step ("fetching URL: Receiving objects:  42% ...")
 
 
 @dataclass(frozen=True)
@@ -108,11 +108,15 @@ class Mirror:
         try:
             for line in git.stream_stderr(args, cwd=repo):
                 if progress:
-                    progress(line)
+                    progress(f"fetching {self.url}: {line}")
         except git.GitFailed as exc:
+            if progress:  # the mirror's copy may be used instead: that is not a fetch still running
+                progress(f"could not fetch {self.url}")
             raise EnvironmentProblem(
                 f"cannot fetch upstream {self.url}: {exc.summary}",
                 "check the network, or use --upstream with a local mirror (a path or file:// URL)") from None
+        if progress:  # the fetch's last line must not stand for the work that follows it
+            progress(f"fetched {self.url}")
 
     def resolve(self, spec: str, *, fetch: bool = True, progress: Progress | None = None,
                 warn: Callable[[str], None] | None = None) -> Revision:

@@ -55,7 +55,7 @@ def apply_command(
                            output=output.resolve() if output else None, force=force,
                            update_lock=update_lock, allow_rewind=allow_rewind, check=not no_check,
                            build=tuple(build or (["cpu"] if smoke else [])), smoke=smoke)
-    with progress_display(f"fetching {upstream or project.upstream_url}") as progress, \
+    with progress_display(f"apply {spec}") as progress, \
             build_progress(bool(options.build)) as builds:
         report = run_apply(project, options, Hooks(progress=progress, warn=warn, build_progress=builds))
     emit({json_out: lambda: to_json("apply", report),

@@ -55,7 +55,7 @@ def check_command(
     if on_upstream:
         assert project is not None
         root = None
-        with progress_display(f"fetching {upstream or project.upstream_url}") as progress:
+        with progress_display(f"check --on-upstream {on_upstream}") as progress:
             report = check_upstream(project, rules, on_upstream, upstream, not no_fetch, progress, warn)
     else:
         root = (tree or project.output_dir).resolve()

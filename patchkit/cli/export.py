@@ -56,7 +56,7 @@ def export_command(
     parse_spec(at)  # a bad ref fails before any work
     project = Project.find()
     options = ExportOptions(fmt, out, at, upstream, not no_fetch, force)
-    with progress_display(f"fetching {upstream or project.upstream_url}") as progress:
+    with progress_display(f"export {fmt.value} {out}") as progress:
         report = run_export(project, options, Hooks(progress=progress, warn=warn))
     emit({json_out: lambda: render.to_json(report)},
          lambda: render.render_terminal(report, console()) if not is_quiet() else print(render.summary_line(report)))

@@ -75,7 +75,7 @@ def import_command(
                             name=name, after=after, at=at, upstream=upstream, fetch=not no_fetch,
                             author=author, subject=subject, ebuild=ebuild, sha256=tuple(sha256),
                             allow_http=allow_http, allow_failing=allow_failing, repair=repair, dry_run=dry_run)
-    with progress_display(f"fetching {upstream or project.upstream_url}") as progress:
+    with progress_display("import") as progress:
         report = run_import(project, options, Hooks(progress=progress))  # warnings: in the report
     emit({json_out: lambda: render.to_json(report)},
          lambda: render.render_terminal(report, console()) if not is_quiet() else print(render.summary_line(report)))

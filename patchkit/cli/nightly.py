@@ -60,7 +60,7 @@ def nightly_command(
                              output=output.resolve() if output else None, force=force, refresh=refresh,
                              update_lock=update_lock, allow_rewind=allow_rewind, build=tuple(build))
     # One status line for the night: the fetch's progress, then the bisect's probes.
-    with progress_display(f"nightly {upstream or project.upstream_url}") as progress, \
+    with progress_display(f"nightly {spec}") as progress, \
             build_progress(bool(build)) as builds:
         report = run_nightly(project, options, Hooks(progress=progress, warn=warn, build_progress=builds))
 

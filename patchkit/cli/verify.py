@@ -41,7 +41,7 @@ def verify_command(
     lock = require_lock(project)  # before any progress line: a missing lock is the whole answer
     options = VerifyOptions(upstream=upstream, fetch=not no_fetch,
                             output_dir=output_dir.resolve() if output_dir else None)
-    with progress_display(f"fetching {upstream or project.upstream_url}") as progress:
+    with progress_display("verify") as progress:
         report = verify_queue(project, lock, options, Hooks(progress=progress, warn=warn))
     emit({json_out: lambda: render.to_json(report),
           markdown: lambda: render.to_markdown(report),

@@ -294,6 +294,13 @@ def check_name(value: str) -> str:
         raise PatchkitError(f"--name {value!r}: not a usable patch file name",
                             "give a plain name like fix-the-build.patch (no folders, spaces or '#')")
     validate_repo_path(name)
+    # NAME_MAX is 255 bytes, and the file is first written beside itself as `.<name>.XXXXXXXX`
+    # (fileio.atomic_file, mkstemp's 8 random characters): 10 bytes of it are not the name's.
+    longest = 255 - len("..") - 8
+    if len(name.encode()) > longest:
+        raise PatchkitError(f"--name is {len(name.encode())} bytes long, and a patch name can be at most "
+                            f"{longest} (.patch included); file systems allow 255 bytes per name",
+                            "give a shorter --name, or leave it out to name the patch from its subject")
     return name
 
 
