@@ -9,8 +9,10 @@ import pytest
 
 from patchkit.errors import PatchkitError
 from patchkit.importing import mail, sources
-from patchkit.importing.admit import check_name, insert_into_series, slug
-from patchkit.importing.sources import Piece
+from patchkit.importing.admit import check_name, slug
+from patchkit.importing.sources import PatchText
+from patchkit.patchfile.mail import split_mbox
+from patchkit.patchfile.series import insert_into_series
 from patchkit.queue import read_patch
 
 DIFF = """\
@@ -34,7 +36,7 @@ def message(n: int, body: str = "") -> str:
 def test_an_mbox_splits_on_its_from_lines_only():
     body = "A body line.\n>From the start, this was escaped (mboxrd).\n>>From twice.\n\nFrom here, no postmark.\n"
     text = message(1, body) + message(2) + message(3)
-    parts = sources.split_mbox(text)
+    parts = split_mbox(text)
     assert len(parts) == 3
     assert parts[0].startswith("From 0000") and "change 1" in parts[0]
     assert "\nFrom the start, this was escaped (mboxrd).\n>From twice.\n" in parts[0]
@@ -45,10 +47,10 @@ def test_an_mbox_splits_on_its_from_lines_only():
 def test_a_body_paragraph_starting_with_from_is_no_message():
     """"From the docs:" then "Note: ..." in a message is text; a message needs a header with From:."""
     quoted = message(1, "Why:\n\nFrom the docs:\nNote: flags combine.\n\n")
-    assert sources.split_mbox(quoted) == [quoted]
+    assert split_mbox(quoted) == [quoted]
 
     archived = message(2).replace(f"From {2:040x} Mon Sep 17 00:00:00 2001", "From ada@example.org")
-    assert len(sources.split_mbox(quoted + archived)) == 2  # a sender for a postmark, then a header
+    assert len(split_mbox(quoted + archived)) == 2  # a sender for a postmark, then a header
 
 
 def test_patches_concatenated_without_their_last_empty_line_are_still_several():
@@ -56,7 +58,7 @@ def test_patches_concatenated_without_their_last_empty_line_are_still_several():
     not one whose diff holds the other two mails (git apply skips them: silently one patch)."""
     text = "".join(message(n).rstrip("\n") + "\n" for n in (1, 2, 3))
     assert "2.39.5\nFrom 0000" in text
-    parts = sources.split_mbox(text)
+    parts = split_mbox(text)
     assert [p.count("\ndiff --git ") for p in parts] == [1, 1, 1]
     assert [p.splitlines()[3] for p in parts] == [f"Subject: [PATCH {n}/3] change {n}" for n in (1, 2, 3)]
 
@@ -76,16 +78,16 @@ def test_a_cover_letter_is_left_out_with_a_warning(tmp_path):
 
 
 def test_a_single_patch_is_one_message():
-    assert sources.split_mbox(message(1)) == [message(1)]
-    assert sources.split_mbox(DIFF) == [DIFF]
+    assert split_mbox(message(1)) == [message(1)]
+    assert split_mbox(DIFF) == [DIFF]
 
 
-def draft(text: str, **kwargs) -> mail.Draft:
-    return mail.parse(Piece(text, "test.patch", kwargs.pop("kind", None), **kwargs.pop("piece", {})),
+def draft(text: str, **kwargs) -> mail.ParsedPatch:
+    return mail.parse(PatchText(text, "test.patch", kwargs.pop("kind", None), **kwargs.pop("piece", {})),
                       now=1790000000, **kwargs)
 
 
-def render(d: mail.Draft, tmp_path: Path):
+def render(d: mail.ParsedPatch, tmp_path: Path):
     with mail.MailWriter() as writer:
         data = writer.write(d)
     path = tmp_path / "x.patch"

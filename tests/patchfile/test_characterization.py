@@ -1,11 +1,11 @@
-"""What every reader and writer of the patch format does today, on the same inputs.
+"""What every reader and writer of the patch format does, on the same inputs.
 
-Each behaviour is pinned through a small adapter at the top of this file, so that moving the code
-changes only the adapters; a behaviour that changes shows as a changed expectation below."""
+Pinned before the format got one home (patchkit.patchfile), through a small adapter each at the
+top of this file, so that the move changed only the adapters; each expectation that changed with
+it says "Decided:" and why."""
 
 from __future__ import annotations
 
-import types
 from datetime import date
 from pathlib import Path
 
@@ -19,25 +19,28 @@ from patchkit.export.formats import Format
 from patchkit.export.run import ExportOptions, run_export
 from patchkit.importing import admit, mail, sources
 from patchkit.nightly import refresh
+from patchkit.patchfile import diff as patch_diff
+from patchkit.patchfile import trailers
+from patchkit.patchfile.format_patch import format_commit, join
 from patchkit.project import Project
-from patchkit.queue import _failing_hunk_line, read_patch
+from patchkit.queue import read_patch
 
 
 # -- adapters: today's API ---------------------------------------------------------------------
 
 def hunk_lines(lines: list[str]) -> list[str]:
-    """The lines import's walker puts inside a hunk."""
-    return [line for line, in_hunk, _ in mail.walk_hunks(lines) if in_hunk]
+    """The lines the walker puts inside a hunk."""
+    return [line.text for line in patch_diff.walk(lines) if line.in_hunk]
 
 
 def anatomy(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """refresh's classification depths: the change's own lines, the hunks."""
-    seen = refresh._anatomy(text.encode("utf-8"))
+    seen = refresh._depths(text.encode("utf-8"))
     return seen.changes, seen.hunks
 
 
 def failing_line(diff: str) -> int:
-    return _failing_hunk_line(diff)
+    return patch_diff.short_hunk(diff.splitlines())
 
 
 def change_key(tmp_path: Path, text: str) -> str:
@@ -52,8 +55,8 @@ def read(tmp_path: Path, text: str):
     return read_patch(path)
 
 
-def with_trailers(body: str, trailers: list[tuple[str, str]]) -> str:
-    return mail.with_trailers(body, trailers)
+def with_trailers(body: str, added: list[tuple[str, str]]) -> str:
+    return trailers.append(body, added)
 
 
 def last_update(text: str, today: date) -> str:
@@ -61,7 +64,7 @@ def last_update(text: str, today: date) -> str:
 
 
 def refresh_format(repo: Path, commit: str) -> str:
-    return refresh.format_patch(types.SimpleNamespace(path=repo), commit).decode("utf-8")
+    return join(*format_commit(repo, commit))
 
 
 def repository_format(repo: Path, first: str, second: str) -> str:
@@ -71,17 +74,18 @@ def repository_format(repo: Path, first: str, second: str) -> str:
 
 def import_format(text: str) -> str:
     with mail.MailWriter() as writer:
-        return writer.write(mail.parse(sources.Piece(text, "sample", None))).decode("utf-8")
+        return writer.write(mail.parse(sources.PatchText(text, "sample", None))).decode("utf-8")
 
 
 # -- the hunk walkers ----------------------------------------------------------------------------
 
+# Decided: the "\ No newline" after a hunk's last line belongs to that line (every walker used
+# to leave it outside the hunk, so a patch that only drops a file's last newline was no change).
 IN_HUNKS = [" a", "-b", "+B", " c", "+x", " one", "", " two", "-three", "+THREE",
-            "-last", "\\ No newline at end of file", "+last", "-x", "+y"]
+            "-last", "\\ No newline at end of file", "+last", "-x", "+y", "\\ No newline at end of file"]
 
 
 def test_the_walkers_read_the_same_hunk_lines():
-    # The "\ No newline" after a hunk's last line is outside it for every walker.
     assert hunk_lines(DIFF.splitlines()) == IN_HUNKS
     assert hunk_lines(DIFF.splitlines(keepends=True)) == [f"{line}\n" for line in IN_HUNKS]
     changes, hunks = anatomy(MAIL)
@@ -94,10 +98,11 @@ def test_the_walkers_read_the_same_hunk_lines():
         "diff --git a/eaten.c b/eaten.c", "--- a/eaten.c", "+++ b/eaten.c", "-three", "+THREE",
         "diff --git a/tail.txt b/tail.txt", "--- a/tail.txt", "+++ b/tail.txt",
         "-last", "\\ No newline at end of file", "+last",
-        "diff --git a/end.txt b/end.txt", "--- a/end.txt", "+++ b/end.txt", "-x", "+y")
+        "diff --git a/end.txt b/end.txt", "--- a/end.txt", "+++ b/end.txt", "-x", "+y",
+        "\\ No newline at end of file")
     assert [line for line in hunks if line == "@@"] == ["@@"] * 5
     assert hunks[hunks.index("diff --git a/eaten.c b/eaten.c") + 3:][:6] == ("@@", " one", "", " two", "-three", "+THREE")
-    assert hunks[-1] == "+y"
+    assert hunks[-2:] == ("+y", "\\ No newline at end of file")
     assert anatomy(MAIL) == anatomy(FOLDED)  # the message is no part of the diff
 
 
@@ -111,8 +116,8 @@ def test_the_change_key_is_the_changed_lines_and_files(tmp_path):
     assert change_key(tmp_path, FOLDED) == key  # headers and message are not the change
     assert change_key(tmp_path, MAIL.replace("\n c\n", "\n C\n")) == key  # nor is context
     assert change_key(tmp_path, MAIL.replace("+B\n", "+b2\n")) != key
-    # Today the "\ No newline" after a hunk's last line is no part of the change.
-    assert change_key(tmp_path, MAIL.replace("+y\n\\ No newline at end of file\n", "+y\n")) == key
+    # Decided: the "\ No newline" after a hunk's last line is part of the change (it was not).
+    assert change_key(tmp_path, MAIL.replace("+y\n\\ No newline at end of file\n", "+y\n")) != key
 
 
 # -- headers and trailers ------------------------------------------------------------------------
@@ -129,11 +134,14 @@ def test_the_queue_reads_subject_body_and_trailers(tmp_path):
 
     folded = read(tmp_path, FOLDED)
     assert folded.subject == "a subject folded over two lines"
-    assert folded.trailers == {"Link": "https://example.org/a", "Forwarded": "no"}  # the continuation is lost
+    # Decided: a continuation line is joined to its trailer's value (it was dropped).
+    assert folded.trailers == {"Link": "https://example.org/a /continued", "Forwarded": "no"}
 
     prose = read(tmp_path, PROSE_LAST)
     assert prose.body == "Body.\n\nFrom the docs:\nNote: flags combine."
-    assert prose.trailers == {"Note": "flags combine."}  # a colon in prose reads as a trailer
+    # Decided: a last paragraph of prose is no trailer block, whatever colons it holds (a line
+    # "Note: flags combine." was a trailer).
+    assert prose.trailers == {}
 
     from_paragraph = read(tmp_path, FROM_PARAGRAPH)
     assert from_paragraph.body == "Why:\n\nFrom the docs, this is how it goes.\n\nForwarded: no"
@@ -150,13 +158,15 @@ def test_import_appends_trailers_to_a_trailer_block_only():
         "Body.\n\nLink: https://example.org/a\n  /continued\nOrigin: https://example.org/p")
     assert with_trailers("Body.\n\nFrom the docs:\nNote: x", added) == (
         "Body.\n\nFrom the docs:\nNote: x\n\nOrigin: https://example.org/p")
-    assert with_trailers("Key:  two spaces", added) == "Key:  two spaces\n\nOrigin: https://example.org/p"
+    # Decided: one trailer rule, `Key:` then blanks then a value ("Key:  two" was no trailer to
+    # import, and was one to the queue).
+    assert with_trailers("Key:  two spaces", added) == "Key:  two spaces\nOrigin: https://example.org/p"
     assert with_trailers("", added) == "Origin: https://example.org/p"
     assert with_trailers("Body.", []) == "Body."
 
 
 def test_import_reads_a_dep3_header():
-    draft = mail.parse(sources.Piece(DEP3, "dep3.patch", None), now=1790600000)
+    draft = mail.parse(sources.PatchText(DEP3, "dep3.patch", None), now=1790600000)
     assert (draft.format, draft.name, draft.email, draft.subject) == (
         "dep3", "Ada Lovelace", "ada@example.org", "fix the thing")
     assert draft.body == ("It was broken.\n\nNow it is not.\n\nOrigin: upstream, https://example.org/fix\n"
@@ -170,7 +180,10 @@ def test_refresh_moves_last_update_in_the_last_paragraph_only():
     inside = HEADER_ONLY + "\nLast-Update: 2026-01-01 is in prose.\n\nForwarded: no\n---\n" + DIFF
     assert last_update(inside, today) == inside
     prose = HEADER_ONLY + "\nBody.\n\nSee this.\nLast-Update: 2026-01-01\n---\n" + DIFF
-    assert last_update(prose, today) == prose.replace("Last-Update: 2026-01-01", "Last-Update: 2027-01-02")
+    assert last_update(prose, today) == prose  # Decided: prose is no trailer block (it was changed)
+    folded = HEADER_ONLY + "\nBody.\n\nLast-Update: 2026-01-01\n  (was late)\nForwarded: no\n---\n" + DIFF
+    assert last_update(folded, today) == folded.replace("Last-Update: 2026-01-01\n  (was late)",
+                                                        "Last-Update: 2027-01-02")
 
 
 HEADER_ONLY = MAIL.split("\n\n", 1)[0] + "\n"
@@ -254,8 +267,8 @@ def test_the_three_format_patch_writers(tmp_path):
     first, second = commit_repo(tmp_path / "repo")
     refreshed = refresh_format(tmp_path / "repo", second)
     assert refreshed == FORMATTED_HEADER + "---\n" + FORMATTED_DIFF
-    # --from-repo: no `---` line (no stat): the message ends at the diff.
-    assert repository_format(tmp_path / "repo", first, second) == FORMATTED_HEADER + "\n" + FORMATTED_DIFF
+    # Decided: --from-repo writes the `---` line too (it had none: git writes it with the stat).
+    assert repository_format(tmp_path / "repo", first, second) == refreshed
     # import renders the header itself and keeps the diff as given.
     assert import_format(refreshed) == refreshed
 
@@ -263,18 +276,13 @@ def test_the_three_format_patch_writers(tmp_path):
 def test_the_format_patch_writers_under_a_hostile_repository_config(tmp_path):
     repo = tmp_path / "repo"
     first, second = commit_repo(repo, HOSTILE_CONFIG)
-    with pytest.raises(git.GitFailed, match="failed to get upstream"):  # format.useAutoBase
-        refresh_format(repo, second)
-    with pytest.raises(git.GitFailed, match="auto-detect email"):  # format.signOff, format.thread
-        repository_format(repo, first, second)
-    for key in ("format.useAutoBase", "format.signOff", "format.thread", "format.from"):
-        git.run(["config", "--unset", key], cwd=repo)
-    refreshed = refresh_format(repo, second)
-    assert "Subject: [HOSTILE 1/1] fix the thïng\n" in refreshed and "\nX-Hostile: 1\nTo: list@example.org\n" in refreshed
-    assert "\ndiff --git a.c a.c\n" in refreshed and "\n@@ -4,11 +4,11 @@ line 2\n" in refreshed
-    imported = repository_format(repo, first, second)
-    assert "\nX-Hostile: 1\n" in imported and "\n@@ -2,15 +2,15 @@ line 1\n" in imported
-    assert "\n line 2\n\n line 3\n" in imported  # diff.suppressBlankEmpty
+    # Decided: the repository's config changes nothing (refresh failed on format.useAutoBase,
+    # --from-repo on format.signOff; without those, both wrote what diff.noprefix, diff.context,
+    # diff.interHunkContext, format.headers, format.subjectPrefix, ... said).
+    (repo / "order").write_text("tail.txt\n")
+    git.run(["config", "diff.orderFile", str(repo / "order")], cwd=repo)
+    assert refresh_format(repo, second) == FORMATTED_HEADER + "---\n" + FORMATTED_DIFF
+    assert repository_format(repo, first, second) == FORMATTED_HEADER + "---\n" + FORMATTED_DIFF
 
 
 # -- DEP-3 export: the exact bytes ----------------------------------------------------------------
@@ -289,14 +297,12 @@ QUEUE_MESSAGES = {
 }
 
 DEBIAN_PATCHES = {
-    # Today the continuation line stays in the description and the field loses it.
+    # Decided: the continuation line is part of the field (it was left in the description).
     "folded-trailer.patch": """\
 Description: docs : a trailer continued
  Why.
- .
-   /continued
 Author: Zoë Packager <zoe@example.org>
-Link: https://example.org/a
+Link: https://example.org/a /continued
 Forwarded: no
 ---
 diff --git a/docs/folded-trailer.md b/docs/folded-trailer.md
@@ -307,14 +313,14 @@ index 0000000000000000000000000000000000000000..96a1557ad3e8a2a992b3c4ef49eb3f30
 @@ -0,0 +1 @@
 +folded-trailer
 """,
-    # Today a colon in the last paragraph's prose is lifted out as a field.
+    # Decided: prose with a colon stays prose (its "Note:" line was lifted out as a field).
     "prose-last.patch": """\
 Description: docs : prose last
  Why.
  .
  From the docs:
+ Note: flags combine.
 Author: Zoë Packager <zoe@example.org>
-Note: flags combine.
 ---
 diff --git a/docs/prose-last.md b/docs/prose-last.md
 new file mode 100644
