@@ -62,29 +62,29 @@ def parse_author(value: str, what: str = "--author") -> tuple[str, str]:
     return name, addr
 
 
-def parse(piece: PatchText, *, author: tuple[str, str] | None = None, subject: str | None = None,
+def parse(patch: PatchText, *, author: tuple[str, str] | None = None, subject: str | None = None,
           now: float | None = None) -> ParsedPatch:
-    """PIECE's author, date, subject, message and diff; exit 2 when one cannot be known."""
+    """PATCH's author, date, subject, message and diff; exit 2 when one cannot be known."""
     warnings: list[str] = []
-    text = piece.text.removeprefix("\ufeff")
+    text = patch.text.removeprefix("\ufeff")
     if "\r\n" in text:
         if all(line.endswith("\r\n") for line in text.splitlines(keepends=True)[:-1]) and text.endswith("\r\n"):
             text = text.replace("\r\n", "\n")
-            warnings.append(f"{piece.source}: CRLF line endings (from a mail or a Windows editor) made LF")
+            warnings.append(f"{patch.source}: CRLF line endings (from a mail or a Windows editor) made LF")
         else:
-            raise PatchkitError(f"{piece.source}: some lines end in CRLF and some do not (mangled in transit?)",
+            raise PatchkitError(f"{patch.source}: some lines end in CRLF and some do not (mangled in transit?)",
                                 "fix the line endings, or pass --repair to rebuild the patch against upstream")
     lines = text.splitlines(keepends=True)
     start = patch_diff.diff_start(lines)
     if start is None:
         hint = ("is it a patch? one copied from a web page (newlines lost) needs --repair"
                 if "\n" not in text.strip() or "diff --git" in text else "is it a patch? expected `diff --git` lines")
-        raise PatchkitError(f"{piece.source}: no diff found", hint)
+        raise PatchkitError(f"{patch.source}: no diff found", hint)
     header = lines[:start]
     form = patch_mail.header_form(header)
-    kind = piece.kind or {"mail": "format-patch", "dep3": "dep3", "diff": "diff"}[form]
+    kind = patch.kind or {"mail": "format-patch", "dep3": "dep3", "diff": "diff"}[form]
     if form == "mail":
-        who, when, title, body, diff = _mailinfo(text, piece.source)
+        who, when, title, body, diff = _mailinfo(text, patch.source)
         trailers: list[tuple[str, str]] = []
     elif form == "dep3":
         dep3 = patch_mail.read_dep3(header)
@@ -94,42 +94,42 @@ def parse(piece: PatchText, *, author: tuple[str, str] | None = None, subject: s
         who, when, title = None, None, None
         body, trailers = patch_mail.free_text(header), []
         diff = "".join(lines[start:])
-    if piece.origin and not any(k.lower() == "origin" for k, _ in trailers) \
+    if patch.origin and not any(k.lower() == "origin" for k, _ in trailers) \
             and not re.search(r"(?mi)^Origin: ", body):
-        trailers.append(("Origin", piece.origin))
+        trailers.append(("Origin", patch.origin))
     body = patch_trailers.append(body, trailers)
 
     if who is None:
         if author is None:
             what = {"diff": "a plain diff has no author", "dep3": "the DEP-3 header has no Author",
                     "mail": "the mail has no author"}[form]
-            raise PatchkitError(f"{piece.source}: {what} (name and e-mail)",
+            raise PatchkitError(f"{patch.source}: {what} (name and e-mail)",
                                 'give it with --author "Name <email>"')
         who = author
-        warnings.append(f"{piece.source}: author from --author")
+        warnings.append(f"{patch.source}: author from --author")
     elif not who[1]:
         if author is None:
-            raise PatchkitError(f"{piece.source}: the author {who[0]!r} has no e-mail address",
+            raise PatchkitError(f"{patch.source}: the author {who[0]!r} has no e-mail address",
                                 'give the author with --author "Name <email>"')
         who = author
-        warnings.append(f"{piece.source}: author from --author (the source has no e-mail)")
+        warnings.append(f"{patch.source}: author from --author (the source has no e-mail)")
     from_file = False
     if not title:
         if subject:
             title = subject
-        elif piece.file_subject:
-            title = piece.file_subject
+        elif patch.file_subject:
+            title = patch.file_subject
             from_file = True
-            warnings.append(f"{piece.source}: no subject in the patch, so its file name's words are the "
+            warnings.append(f"{patch.source}: no subject in the patch, so its file name's words are the "
                             f"subject ({title!r}); edit it if it says too little")
         else:
-            raise PatchkitError(f"{piece.source}: no subject", 'give one with --subject "what the patch does"')
+            raise PatchkitError(f"{patch.source}: no subject", 'give one with --subject "what the patch does"')
     date_set = when is None
-    date = git_date(when, piece.source) if when else import_date(now)
+    date = git_date(when, patch.source) if when else import_date(now)
     if date_set:
-        warnings.append(f"{piece.source}: no date in the source, so the import time is its Date")
-    diff = normalise_diff(diff, piece.source, warnings, p1=piece.kind in ("quilt", "gentoo"))
-    return ParsedPatch(piece.source, kind, form, who[0], who[1], date, " ".join(title.split()), body.strip("\n"),
+        warnings.append(f"{patch.source}: no date in the source, so the import time is its Date")
+    diff = normalise_diff(diff, patch.source, warnings, p1=patch.kind in ("quilt", "gentoo"))
+    return ParsedPatch(patch.source, kind, form, who[0], who[1], date, " ".join(title.split()), body.strip("\n"),
                  diff, date_set, from_file, tuple(warnings))
 
 
@@ -226,15 +226,15 @@ class MailWriter:
     def __exit__(self, *exc: object) -> None:
         self._tmp.cleanup()
 
-    def write(self, draft: ParsedPatch) -> bytes:
-        message = f"{draft.subject}\n\n{draft.body}\n" if draft.body else f"{draft.subject}\n"
-        env = {"GIT_AUTHOR_NAME": draft.name, "GIT_AUTHOR_EMAIL": draft.email, "GIT_AUTHOR_DATE": draft.date,
-               "GIT_COMMITTER_DATE": draft.date, **_COMMITTER}
+    def write(self, parsed: ParsedPatch) -> bytes:
+        message = f"{parsed.subject}\n\n{parsed.body}\n" if parsed.body else f"{parsed.subject}\n"
+        env = {"GIT_AUTHOR_NAME": parsed.name, "GIT_AUTHOR_EMAIL": parsed.email, "GIT_AUTHOR_DATE": parsed.date,
+               "GIT_COMMITTER_DATE": parsed.date, **_COMMITTER}
         try:
             commit = git.run(["commit-tree", _EMPTY_TREE, "-F", "-"], cwd=self._repo, env=env,
                              input=message.encode("utf-8", errors="surrogateescape"))
         except git.GitFailed as exc:
-            raise PatchkitError(f"{draft.source}: git cannot take this author or message ({exc.summary})",
+            raise PatchkitError(f"{parsed.source}: git cannot take this author or message ({exc.summary})",
                                 "fix the author (--author) or the message") from None
         message, _ = format_commit(self._repo, commit, allow_empty=True)
-        return join(message, draft.diff).encode("utf-8", errors="surrogateescape")
+        return join(message, parsed.diff).encode("utf-8", errors="surrogateescape")

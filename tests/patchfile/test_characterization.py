@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import git_identity, write_project
-from patchfile_samples import DEP3, DIFF, FOLDED, FROM_PARAGRAPH, HOSTILE_CONFIG, MAIL, PROSE_LAST, SHORT, commit_repo
+from patch_samples import DEP3, DIFF, FOLDED, FROM_PARAGRAPH, HOSTILE_CONFIG, MAIL, PROSE_LAST, SHORT, commit_repo
 from patchkit import git
 from patchkit.errors import PatchkitError
 from patchkit.export.formats import Format

@@ -1,5 +1,6 @@
-"""The inputs every patch-format test reads: mails, headers and diffs with the shapes that each
-reader of the patch format has to agree on (one set, so that two readers can be compared)."""
+"""The inputs the patch-format tests read: mails, headers and diffs with the shapes that each
+reader of the patch format has to agree on (one set, so that two readers can be compared), and
+the small format-patch mails the mail and import tests build."""
 
 from __future__ import annotations
 
@@ -159,6 +160,24 @@ diff --git a/d.c b/d.c
 -d
 +D
 """
+
+
+README_DIFF = """\
+diff --git a/README.md b/README.md
+index 1111111..2222222 100644
+--- a/README.md
++++ b/README.md
+@@ -1,2 +1,3 @@
+ # llama.cpp (synthetic)
++From here on, a line.
+ 
+"""
+
+
+def message(n: int, body: str = "") -> str:
+    return (f"From {n:040x} Mon Sep 17 00:00:00 2001\nFrom: Ada Lovelace <ada@example.org>\n"
+            f"Date: Mon, 28 Sep 2026 14:5{n}:20 +0200\nSubject: [PATCH {n}/3] change {n}\n\n{body}"
+            f"---\n{README_DIFF.replace('a line', f'line {n}')}-- \n2.39.5\n\n")
 
 
 HOSTILE_CONFIG = (
