@@ -56,6 +56,7 @@ from dataclasses import dataclass, replace
 
 from patchkit.errors import PatchkitError
 from patchkit.patchfile.diff import HUNK_HEADER
+from patchkit.patchfile.mail import header_fields
 
 # Where a line of code ends, and what never comes right before a ` + ` inside a line: so a
 # segmentation that reads an operator as a marker always pays for the piece cut before it. Not
@@ -157,19 +158,7 @@ def _mail_header(message: str, author: str | None, subject: str | None, notes: l
 def _line_fields(message: str) -> tuple[str | None, str | None, str, str, str]:
     """(From, Date, Subject, body, diffstat) of a mail whose lines survived."""
     lines = message.split("\n")
-    if lines and lines[0].startswith("From ") and not lines[0].startswith("From: "):
-        lines = lines[1:]
-    fields: dict[str, str] = {}
-    i = 0
-    while i < len(lines) and lines[i].strip():
-        key, sep, value = lines[i].partition(":")
-        if not sep:
-            break
-        while i + 1 < len(lines) and lines[i + 1][:1] in (" ", "\t") and lines[i + 1].strip():
-            i += 1
-            value += " " + lines[i].strip()
-        fields.setdefault(key.strip().lower(), value.strip())
-        i += 1
+    fields, i = header_fields(lines)
     body, stat = _cut("\n".join(line.rstrip() for line in lines[i:]), r"(?m)^---$")
     return (fields.get("from") or fields.get("author"), fields.get("date"),
             fields.get("subject") or fields.get("description", ""), body.strip("\n"), stat)

@@ -43,22 +43,10 @@ def split(text: str, path: Path) -> tuple[str, str, int]:
 def read_header(header: str, path: Path) -> tuple[Identity, str, str]:
     """The author (with the Date), subject and message of a mail's or DEP-3 header."""
     lines = header.splitlines()
-    if lines and lines[0].startswith("From ") and not lines[0].startswith("From: "):
-        lines = lines[1:]  # mbox separator line
-    fields: dict[str, str] = {}
-    raw: dict[str, str] = {}  # undecoded: an address list is parsed before its words are decoded
-    i = 0
-    while i < len(lines) and lines[i].strip():
-        m = re.match(r"^([A-Za-z-]+):\s*(.*)$", lines[i])
-        if not m:
-            break
-        value = m.group(2)
-        while i + 1 < len(lines) and lines[i + 1][:1] in (" ", "\t") and lines[i + 1].strip():
-            i += 1
-            value += " " + lines[i].strip()  # folded header
-        fields.setdefault(m.group(1).lower(), _decoded(value))
-        raw.setdefault(m.group(1).lower(), _mail_text(value))
-        i += 1
+    found, i = header_fields(lines)
+    fields = {name: _decoded(value) for name, value in found.items()}
+    # Undecoded too: an address list is parsed before its words are decoded.
+    raw = {name: _mail_text(value) for name, value in found.items()}
     message = _mail_text("\n".join(lines[i:]))
     message = re.split(r"^---\s*$", message, maxsplit=1, flags=re.M)[0].strip("\n")
     who = raw.get("from") or raw.get("author")
@@ -80,6 +68,24 @@ def read_header(header: str, path: Path) -> tuple[Identity, str, str]:
     if not fields.get("date"):
         raise PatchkitError(f"{path}: no Date header", "add `Date: <RFC 2822 date>`")
     return Identity(name, addr, git_date(fields["date"], path)), subject, message.strip()
+
+
+def header_fields(lines: list[str]) -> tuple[dict[str, str], int]:
+    """The header fields LINES start with (after an mbox postmark), by lowercase name, the first
+    of each name, folded values unfolded; and the index of the first line after them."""
+    i = 1 if lines and lines[0].startswith("From ") and not lines[0].startswith("From: ") else 0
+    fields: dict[str, str] = {}
+    while i < len(lines) and lines[i].strip():
+        m = re.match(r"^([A-Za-z-]+):\s*(.*)$", lines[i])
+        if not m:
+            break
+        value = m.group(2)
+        while i + 1 < len(lines) and lines[i + 1][:1] in (" ", "\t") and lines[i + 1].strip():
+            i += 1
+            value += " " + lines[i].strip()
+        fields.setdefault(m.group(1).lower(), value.strip())
+        i += 1
+    return fields, i
 
 
 def _decoded(value: str) -> str:

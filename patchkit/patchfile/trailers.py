@@ -1,10 +1,13 @@
 """Trailers: the `Key: value` lines that end a commit message (git's `Signed-off-by:`, DEP-3's
 `Origin:`, `Forwarded:`, `Last-Update:`), read, added and changed by one rule.
 
-The last paragraph of a message is its trailer block when every line of it is a trailer or
-continues the one before (starts with a space or a tab, as git interpret-trailers folds). A
-paragraph of prose that happens to hold a colon ("Note: ...") is no trailer block, so nothing of
-it is read as a field. A continued value is joined with single spaces.
+The rule is git's (interpret-trailers, `git log --format=%(trailers)`): the last paragraph of a
+message is its trailer block when every line of it is a trailer, or when a quarter of its lines
+are and one of them is git's own (`Signed-off-by:`, `(cherry picked from commit ...)`); a line
+starting with a space or a tab continues the one before, and a continued value is joined with
+single spaces. A paragraph of prose that happens to hold a colon ("Note: ...") is no trailer
+block, so nothing of it is read as a field; the other lines of a block ("[backported]") stay in
+the message.
 """
 
 from __future__ import annotations
@@ -12,32 +15,52 @@ from __future__ import annotations
 import re
 
 _TRAILER = re.compile(r"^([A-Za-z][A-Za-z0-9-]*):[ \t]+(\S.*)$")
+_GITS_OWN = re.compile(r"^(?:Signed-off-by: |\(cherry picked from commit [0-9a-f]+\))")
 
 Trailers = tuple[tuple[str, str], ...]  # (key, value) in the message's order; a key may repeat
 
 
+def _is_continuation(lines: list[str], i: int) -> bool:
+    return i > 0 and lines[i][:1] in (" ", "\t") and bool(lines[i].strip())
+
+
 def _is_block(lines: list[str]) -> bool:
-    return bool(lines) and all(_TRAILER.match(line) or (i and line[:1] in (" ", "\t") and line.strip())
-                               for i, line in enumerate(lines))
+    trailers = others = 0
+    gits_own = False
+    for i, line in enumerate(lines):
+        if _is_continuation(lines, i):
+            continue
+        trailers += bool(_TRAILER.match(line))
+        others += not _TRAILER.match(line)
+        gits_own = gits_own or bool(_GITS_OWN.match(line))
+    return trailers > 0 and (others == 0 or gits_own and trailers * 3 >= others)
 
 
-def _pairs(lines: list[str]) -> Trailers:
+def _read_block(lines: list[str]) -> tuple[list[str], Trailers]:
+    """The block's other lines, and its trailers with their continuation lines joined."""
+    others: list[str] = []
     pairs: list[tuple[str, str]] = []
-    for line in lines:
+    continues = False  # the line before is a trailer's (or continues one)
+    for i, line in enumerate(lines):
         m = _TRAILER.match(line)
-        if m:
-            pairs.append((m[1], m[2].strip()))
-        else:
+        if _is_continuation(lines, i) and continues:
             key, value = pairs[-1]
             pairs[-1] = (key, f"{value} {line.strip()}")
-    return tuple(pairs)
+        elif m:
+            pairs.append((m[1], m[2].strip()))
+            continues = True
+        else:
+            others.append(line)
+            continues = False
+    return others, tuple(pairs)
 
 
 def split(message: str) -> tuple[str, Trailers]:
-    """MESSAGE without its trailer block (newlines at either end dropped), and the block's trailers."""
+    """MESSAGE without its trailers (newlines at either end dropped), and the trailers."""
     paragraphs = message.strip("\n").split("\n\n") if message.strip() else []
     if paragraphs and _is_block(paragraphs[-1].splitlines()):
-        return "\n\n".join(paragraphs[:-1]), _pairs(paragraphs[-1].splitlines())
+        others, pairs = _read_block(paragraphs[-1].splitlines())
+        return "\n\n".join(paragraphs[:-1] + (["\n".join(others)] if others else [])), pairs
     return "\n\n".join(paragraphs), ()
 
 

@@ -8,8 +8,8 @@ from patch_samples import DEP3, FOLDED, HEADER, MAIL, SHORT, message
 from patch_samples import README_DIFF as DIFF
 from patchkit.errors import PatchkitError
 from patchkit.patchfile.diff import diff_start
-from patchkit.patchfile.mail import (Dep3Header, free_text, git_date, git_zone, header_form, read_dep3, read_header,
-                                     split, split_mbox)
+from patchkit.patchfile.mail import (Dep3Header, free_text, git_date, git_zone, header_fields, header_form, read_dep3,
+                                     read_header, split, split_mbox)
 
 
 def test_an_mbox_splits_on_its_from_lines_only():
@@ -96,3 +96,10 @@ def test_a_dep3_header():
     assert (free.subject, free.date, free.body, free.author) == ("s", "Mon, 2 Nov 2026 10:00:00 +0100",
                                                                  "Free text first.", None)
     assert free_text(["Index: a.c\n", "=" * 67 + "\n", "Why.\n"]) == "Why."
+
+
+def test_header_fields_unfold_and_keep_the_first_of_each_name():
+    lines = ["From 0000 Mon Sep 17 00:00:00 2001", "Subject: a long", "\tsubject", "subject: second",
+             "X-Mailer: x", "", "Body."]
+    assert header_fields(lines) == ({"subject": "a long subject", "x-mailer": "x"}, 5)
+    assert header_fields(["Body first.", "Subject: no"]) == ({}, 0)

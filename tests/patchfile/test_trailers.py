@@ -38,3 +38,15 @@ def test_replace_changes_one_trailer_and_no_other_byte():
     prose = "Subject: x\n\nLast-Update: 2026-01-01 is a date in prose\nand more prose."
     assert replace(prose, "Last-Update", "2027-01-02") == prose
     assert replace("no paragraphs", "Last-Update", "x") == "no paragraphs"
+
+
+def test_a_block_with_gits_own_trailers_may_hold_other_lines():
+    """git's rule: a quarter of the lines trailers, one of them git's own; the others stay text."""
+    body = ("Why.\n\nBug: https://example.org/1\nSigned-off-by: Ann <ann@example.org>\n[bo: rebased]\n"
+            "Signed-off-by: Bo <bo@example.org>\n(cherry picked from commit 0123abcd)")
+    assert split(body) == ("Why.\n\n[bo: rebased]\n(cherry picked from commit 0123abcd)", (
+        ("Bug", "https://example.org/1"), ("Signed-off-by", "Ann <ann@example.org>"),
+        ("Signed-off-by", "Bo <bo@example.org>")))
+    assert append(body, [("Origin", "vendor")]).endswith("(cherry picked from commit 0123abcd)\nOrigin: vendor")
+    mostly_prose = "Why.\n\nSigned-off-by: Ann <ann@example.org>\nline\nline\nline\nline"
+    assert split(mostly_prose) == (mostly_prose, ())
