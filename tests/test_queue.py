@@ -8,7 +8,8 @@ import pytest
 
 from conftest import run_cli, seed_patch_path, write_project
 from patchkit.errors import PatchkitError
-from patchkit.queue import parse_series, read_patch
+from patchkit.patchfile.series import parse_series
+from patchkit.queue import read_patch
 
 SIMPLE = """\
 From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001

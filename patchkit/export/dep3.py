@@ -9,6 +9,7 @@ no DEP-3 field and is dropped, so is the mbox `From` line.
 from __future__ import annotations
 
 from patchkit.export.patched import ExportedPatch
+from patchkit.patchfile.trailers import split as split_trailers
 
 _GENERATED = ("Description", "Subject", "Author", "From")  # written from the mail's own headers
 
@@ -19,29 +20,12 @@ def dep3_patch(exported: ExportedPatch) -> bytes:
     _message, found, diff = text.partition("\n---\ndiff --git ")
     if not found:  # the refresh format always has it (patchkit.nightly.refresh.format_patch)
         raise ValueError(f"{exported.name}: not in the refresh format")
-    fields = [("Description", _description(patch.subject, _long_description(patch.body, patch.trailers))),
+    description, trailers = split_trailers(patch.body)  # every Reviewed-by: line is a field of its own
+    fields = [("Description", _description(patch.subject, description)),
               ("Author", f"{patch.author.name} <{patch.author.email}>")]
-    fields += [(key, value) for key, value in _trailer_lines(patch.body, patch.trailers) if key not in _GENERATED]
+    fields += [(key, value) for key, value in trailers if key not in _GENERATED]
     header = "".join(f"{key}: {value}\n" for key, value in fields)
     return f"{header}---\ndiff --git {diff}".encode("utf-8", errors="surrogateescape")
-
-
-def _trailer_lines(body: str, trailers: dict[str, str]) -> list[tuple[str, str]]:
-    """Every trailer line of BODY, in order: TRAILERS keeps only the last value of each key, but
-    two Reviewed-by: lines are two fields."""
-    paragraphs = body.strip().split("\n\n")
-    pairs = [line.partition(": ")[::2] for line in paragraphs[-1].splitlines()]
-    return [(key, value) for key, value in pairs if key in trailers and value]
-
-
-def _long_description(body: str, trailers: dict[str, str]) -> str:
-    """BODY without its trailer lines, which become fields of their own."""
-    paragraphs = body.strip().split("\n\n") if body.strip() else []
-    if paragraphs and trailers:
-        keep = [line for line in paragraphs[-1].splitlines()
-                if line.partition(": ")[0] not in trailers]
-        paragraphs[-1:] = ["\n".join(keep)] if keep else []
-    return "\n\n".join(paragraphs)
 
 
 def _description(subject: str, long: str) -> str:

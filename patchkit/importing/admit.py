@@ -26,9 +26,12 @@ from patchkit.fileio import atomic_write
 from patchkit.git import validate_repo_path
 from patchkit.importing import mail, sources
 from patchkit.importing.repair import HunkRepair, Repaired, repair
-from patchkit.importing.sources import Piece
+from patchkit.importing.sources import PatchText
+from patchkit.patchfile import diff as patch_diff
+from patchkit.patchfile.diff import Part
+from patchkit.patchfile.series import insert_into_series, parse_series, write_series
 from patchkit.project import Project
-from patchkit.queue import Patch, Queue, parse_series, read_patch
+from patchkit.queue import Patch, Queue, read_patch
 from patchkit.upstream import Mirror, Revision, parse_spec
 from patchkit.hooks import Hooks
 from patchkit.pipeline import ApplyOptions, run_apply
@@ -123,8 +126,8 @@ class ImportReport:
 
 @dataclass
 class _Incoming:
-    piece: Piece
-    draft: mail.Draft
+    piece: PatchText
+    draft: mail.ParsedPatch
     data: bytes
     patch: Patch
     key: str
@@ -254,7 +257,7 @@ def _resolve(project: Project, mirror: Mirror, options: ImportOptions, hooks: Ho
 
 # -- --repair --------------------------------------------------------------------------------------
 
-def _repair(mirror: Mirror, revision: Revision, pieces: list[Piece], options: ImportOptions) -> dict[int, Repaired]:
+def _repair(mirror: Mirror, revision: Revision, pieces: list[PatchText], options: ImportOptions) -> dict[int, Repaired]:
     """Each text piece rebuilt against upstream at REVISION."""
     done: dict[int, Repaired] = {}
     with mirror.locked(), mirror.reader() as reader:
@@ -348,21 +351,11 @@ def _occupied(path: Path, data: bytes) -> bool:
 def change_key(data: bytes, patch: Patch) -> str:
     """What a patch changes, by content: the files it touches and its +/- lines in order; not its
     headers, `index` lines, hunk line numbers nor context."""
-    text = data.decode("utf-8", errors="surrogateescape")
-    start = re.search(r"(?m)^(?:diff --git |--- )", text)
-    changed: list[str] = []
-    last_changed = False
-    for line, in_hunk, _ in mail.walk_hunks(text[start.start():].splitlines() if start else []):
-        if not in_hunk:
-            if mail.HUNK.match(line):
-                changed.append("@@")
-        elif line[:1] == "\\":
-            if last_changed:
-                changed.append(line)
-        else:
-            last_changed = line[:1] in ("+", "-")
-            if last_changed:
-                changed.append(line)
+    lines = data.decode("utf-8", errors="surrogateescape").splitlines()
+    start = patch_diff.diff_start(lines)
+    changed = ["@@" if line.part is Part.HEADER else line.text
+               for line in patch_diff.walk(lines[start:] if start is not None else [])
+               if line.part is Part.HEADER or line.changed]
     files = [(f.old_path, f.new_path, f.new_blob if f.binary else None) for f in patch.files]
     return hashlib.sha256(repr((files, changed)).encode("utf-8", errors="surrogateescape")).hexdigest()
 
@@ -399,22 +392,6 @@ def _after(value: str, existing: list[str], series: Path) -> str:
 def _series_order(existing: list[str], new: list[str], after: str | None) -> list[str]:
     at = existing.index(after) + 1 if after is not None else len(existing)
     return existing[:at] + new + existing[at:]
-
-
-def insert_into_series(text: str, names: list[str], after: str | None) -> str:
-    """TEXT (a series file) with NAMES listed after the line of AFTER, else at the end; every other
-    line (comments, options) as it was."""
-    lines = text.splitlines(keepends=True)
-    if lines and not lines[-1].endswith("\n"):
-        lines[-1] += "\n"
-    added = [f"{n}\n" for n in names]
-    if after is None:
-        return "".join(lines + added)
-    for i, raw in enumerate(lines):
-        words = raw.split("#", 1)[0].split()
-        if words and posixpath.normpath(words[0]) == after:
-            return "".join(lines[:i + 1] + added + lines[i + 1:])
-    raise AssertionError(f"{after} vanished from the series")
 
 
 # -- applying at --at, in a scratch folder -----------------------------------------------------------
@@ -467,7 +444,7 @@ def write_entries(project: Project, files: list[tuple[str, bytes]], series_befor
                 atomic_write(path, data)
                 written.append(path)
             testpoint.pause("import-write")
-        atomic_write(project.series_path, series_text.encode("utf-8"))
+        write_series(project.series_path, series_text)
     except BaseException:
         for path in written:
             path.unlink(missing_ok=True)

@@ -36,6 +36,11 @@ diffstat is dropped. Text that was stripped and cannot be recovered is asked for
 author without an e-mail needs `author`; an added line that evidently lost `<...>` is refused
 (see `_LOST_MARKUP`). Tags that spanned lines in the original are not recovered (such a hunk is
 not found and is refused).
+
+Why hunks are found here by searching the text, not by `patchkit.patchfile.diff.walk`: the walk
+reads a diff line by line, counting lines as the hunk header says, and in a collapsed stream
+there are no lines to count; a hunk's body is whatever lies between one `@@ ... @@` and the
+next, wherever it sits in the text. The hunk header itself is the shared `HUNK_HEADER`.
 """
 
 from __future__ import annotations
@@ -50,6 +55,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from patchkit.errors import PatchkitError
+from patchkit.patchfile.diff import HUNK_HEADER
+from patchkit.patchfile.mail import header_fields
 
 # Where a line of code ends, and what never comes right before a ` + ` inside a line: so a
 # segmentation that reads an operator as a marker always pays for the piece cut before it. Not
@@ -58,7 +65,7 @@ _LINE_END = re.compile(r"(?:[;{,:\\]|(?:^|\s)\})$")
 MBOX_LINE = "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001"
 _TAG = re.compile(r"<[A-Za-z/!?][^>]*>")  # what an HTML parser takes for a tag
 _TRANSFER_ENCODED = re.compile(r"(?i)\bContent-Transfer-Encoding:\s*(quoted-printable|base64)\b")
-_HUNK_HEADER = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+# Also collapsed: "-- 2.55.0" at the end of the one line a web page made of the mail.
 _SIGNATURE = re.compile(r"\n-- ?\n[^\n]*\s*\Z|\s-- ?\d[\w.]*\s*\Z")  # format-patch's "-- \n2.55.0"
 _TRAILER_KEY = (r"(?:[A-Z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)+|Bug|Origin|Forwarded|Author|Fixes|Link"
                 r"|Closes|Cc)")
@@ -151,19 +158,7 @@ def _mail_header(message: str, author: str | None, subject: str | None, notes: l
 def _line_fields(message: str) -> tuple[str | None, str | None, str, str, str]:
     """(From, Date, Subject, body, diffstat) of a mail whose lines survived."""
     lines = message.split("\n")
-    if lines and lines[0].startswith("From ") and not lines[0].startswith("From: "):
-        lines = lines[1:]
-    fields: dict[str, str] = {}
-    i = 0
-    while i < len(lines) and lines[i].strip():
-        key, sep, value = lines[i].partition(":")
-        if not sep:
-            break
-        while i + 1 < len(lines) and lines[i + 1][:1] in (" ", "\t") and lines[i + 1].strip():
-            i += 1
-            value += " " + lines[i].strip()
-        fields.setdefault(key.strip().lower(), value.strip())
-        i += 1
+    fields, i = header_fields(lines)
     body, stat = _cut("\n".join(line.rstrip() for line in lines[i:]), r"(?m)^---$")
     return (fields.get("from") or fields.get("author"), fields.get("date"),
             fields.get("subject") or fields.get("description", ""), body.strip("\n"), stat)
@@ -251,7 +246,7 @@ class _Placed:
 
 def _repair_file(part: str, read_upstream: Callable[[str], bytes | None],
                  hunks_before: int) -> tuple[str, list[HunkRepair]]:
-    first_hunk = _HUNK_HEADER.search(part)
+    first_hunk = HUNK_HEADER.search(part)
     head = part[:first_hunk.start()] if first_hunk else part
     path = _file_path(head)
     if re.search(r"\b(new file mode|deleted file mode|rename from|Binary files|GIT binary patch)\b", head):
@@ -264,7 +259,7 @@ def _repair_file(part: str, read_upstream: Callable[[str], bytes | None],
     # Lines end at "\n" only, as for git (str.splitlines would also cut at form feeds).
     upstream = re.findall(r"[^\n]*\n|[^\n]+\Z", data.decode("utf-8", errors="surrogateescape"))
     norms = [_norm(line) for line in upstream]
-    headers = list(_HUNK_HEADER.finditer(part))
+    headers = list(HUNK_HEADER.finditer(part))
     if not headers:
         raise RepairRefused(f"{path}: no hunk found", "is the patch complete?")
     readings: list[list[_Placed]] = []  # each hunk's readings, all at one place

@@ -1,9 +1,9 @@
-"""Every SOURCE kind `patchkit import` takes, read into pieces: one patch's text each, in order.
+"""Every SOURCE kind `patchkit import` takes, read into patch texts: one patch's text each, in order.
 
 A file holds one patch (git format-patch, DEP-3, a plain diff) or an mbox of several; a folder is
 a quilt/Debian `series` or a Gentoo `files/`; `--from-repo PATH A..B` is a local repository's
-commits; an `https://` URL is downloaded. Nothing here parses a patch: `mail.py` does, piece by
-piece, so that `--repair` can stand between the two.
+commits; an `https://` URL is downloaded. Nothing here parses a patch: `mail.py` does, one text
+at a time, so that `--repair` can stand between the two.
 """
 
 from __future__ import annotations
@@ -18,19 +18,16 @@ from pathlib import Path
 from patchkit import git
 from patchkit.errors import PatchkitError
 from patchkit.importing import fetch
+from patchkit.patchfile import series as quilt_series
+from patchkit.patchfile.diff import diff_start
+from patchkit.patchfile.format_patch import format_commit, join
+from patchkit.patchfile.mail import split_mbox
 
-# The mbox "From " line: `From <sender or commit id> <asctime date>`, as git format-patch, mail
-# archives (lore, mailman, pipermail) and mail clients write it.
-_POSTMARK = re.compile(r"^From \S+ +[A-Z][a-z]{2} [A-Z][a-z]{2} +\d{1,2} \d{1,2}:\d\d(?::\d\d)?"
-                       r"(?: [A-Z]{2,5}| [-+]\d{4})? \d{4}\s*$")
-_HEADER = re.compile(r"^[A-Za-z][A-Za-z0-9-]*:(?: |$)")
-_MBOXRD_FROM = re.compile(r"^>(>*From )", re.M)
-_HAS_DIFF = re.compile(r"^(?:diff --git |--- .*\n\+\+\+ )", re.M)
 PATCH_SUFFIXES = (".patch", ".diff")
 
 
 @dataclass(frozen=True)
-class Piece:
+class PatchText:
     """One patch's text as a SOURCE holds it, before it is parsed (or repaired)."""
 
     text: str  # read as UTF-8; bytes that are not UTF-8 kept as surrogates
@@ -43,7 +40,7 @@ class Piece:
 
 @dataclass(frozen=True)
 class Gathered:
-    pieces: tuple[Piece, ...]
+    pieces: tuple[PatchText, ...]
     warnings: tuple[str, ...] = field(default_factory=tuple)
 
 
@@ -69,7 +66,7 @@ def gather(sources: list[str], *, from_repo: tuple[str, str] | None = None, ebui
         if len(gentoo) != 1:
             raise PatchkitError(f"--ebuild needs exactly one Gentoo files/ folder among the sources, not {len(gentoo)}",
                                 "give the ebuild's files/ folder as the SOURCE")
-    pieces: list[Piece] = []
+    pieces: list[PatchText] = []
     warnings: list[str] = []
     pin_of = dict(zip(urls, pins))
     seen_stdin = False
@@ -111,60 +108,18 @@ def _read(path: Path) -> bytes:
 
 # -- mailboxes ------------------------------------------------------------------------------------
 
-def split_mbox(text: str) -> list[str]:
-    """The messages of an mbox (one element when TEXT is a single patch).
-
-    A message starts at a "From " line that begins the text or follows an empty line, and looks
-    like a postmark (or is followed by a mail header that has a `From:`: a message's paragraph
-    "From the docs:" followed by "Note: ..." is no message). A postmark followed by such a header
-    starts one anywhere, as for `git am`: format-patch files concatenated after an editor dropped
-    their last empty line are still several patches, not one with mails inside its diff. `>From `
-    lines are unescaped (mboxrd; for mboxo, whose escaping cannot be undone exactly, the same is
-    the best guess).
-    """
-    lines = text.splitlines(keepends=True)
-    starts = [i for i, line in enumerate(lines) if line.startswith("From ") and _starts_message(lines, i)]
-    if not starts:
-        return [text]
-    preamble = "".join(lines[:starts[0]])
-    chunks = [preamble] if preamble.strip() else []
-    bounds = starts + [len(lines)]
-    chunks += ["".join(lines[a:b]) for a, b in zip(bounds, bounds[1:])]
-    return [_MBOXRD_FROM.sub(r"\1", chunk) for chunk in chunks]
-
-
-def _starts_message(lines: list[str], i: int) -> bool:
-    postmark = bool(_POSTMARK.match(lines[i].rstrip("\r\n")))
-    header = _mail_header_at(lines, i + 1)
-    return (postmark or header) if i == 0 or not lines[i - 1].strip() else postmark and header
-
-
-def _mail_header_at(lines: list[str], start: int) -> bool:
-    """LINES from START are header fields (up to an empty line), a `From:` among them."""
-    fields = []
-    for line in lines[start:]:
-        if not line.strip():
-            break
-        if line[:1] in (" ", "\t") and fields:
-            continue
-        if not _HEADER.match(line):
-            return False
-        fields.append(line.split(":", 1)[0].lower())
-    return "from" in fields
-
-
 def _messages(text: str, source: str, kind: str | None, warnings: list[str],
-              origin: str | None = None) -> list[Piece]:
+              origin: str | None = None) -> list[PatchText]:
     """The pieces of one file or download: one per message of an mbox that holds a diff (a
     cover letter or a reply in a thread holds none, and is left out, saying so)."""
     messages = split_mbox(text)
     if len(messages) == 1:
-        return [Piece(text, source, kind, origin=origin)]
+        return [PatchText(text, source, kind, origin=origin)]
     pieces = []
     for i, m in enumerate(messages, 1):
         where = f"{source} (message {i} of {len(messages)})"
-        if _HAS_DIFF.search(m):
-            pieces.append(Piece(m, where, kind or "mbox", origin=origin))
+        if diff_start(m.splitlines()) is not None:
+            pieces.append(PatchText(m, where, kind or "mbox", origin=origin))
         else:
             subject = re.search(r"(?mi)^Subject: *(.*)$", m)
             warnings.append(f"{where}: no diff (a cover letter or a reply?), not imported"
@@ -185,7 +140,7 @@ def _series_of(folder: Path) -> Path | None:
     return None
 
 
-def _folder(folder: Path, shown: str, ebuild: Path | None) -> tuple[list[Piece], list[str]]:
+def _folder(folder: Path, shown: str, ebuild: Path | None) -> tuple[list[PatchText], list[str]]:
     series = _series_of(folder)
     if series is not None:
         prefix = shown.rstrip("/") + ("" if series.parent == folder else "/patches")
@@ -193,37 +148,29 @@ def _folder(folder: Path, shown: str, ebuild: Path | None) -> tuple[list[Piece],
     return _gentoo(folder, shown, ebuild)
 
 
-def _quilt(series: Path, prefix: str) -> list[Piece]:
+def _quilt(series_path: Path, prefix: str) -> list[PatchText]:
     """The patches a quilt/Debian series lists, in its order."""
-    try:
-        text = series.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise PatchkitError(f"{series}: not UTF-8 text (byte {exc.start})", "save it as UTF-8") from None
     pieces = []
-    for lineno, raw in enumerate(text.splitlines(), 1):
-        words = raw.split("#", 1)[0].split()
-        if not words:
-            continue
-        name, options = words[0], words[1:]
-        where = f"{series}:{lineno}"
-        if options not in ([], ["-p1"]):
-            raise PatchkitError(f"{where}: series option {' '.join(options)!r} is not supported",
+    for entry in quilt_series.entries(quilt_series.read_text(series_path)):
+        name, norm = entry.name, entry.path
+        where = f"{series_path}:{entry.lineno}"
+        if entry.options not in ((), ("-p1",)):
+            raise PatchkitError(f"{where}: series option {' '.join(entry.options)!r} is not supported",
                                 "only -p1 patches (a/ and b/ prefixes, quilt's default) can be imported")
-        norm = posixpath.normpath(name)
         if norm.startswith(("/", "../")) or norm == "..":
             raise PatchkitError(f"{where}: {name} is outside the series folder", "list patches inside it")
-        path = series.parent / norm
+        path = series_path.parent / norm
         if not path.is_file():
             raise PatchkitError(f"{where}: {name} is listed but does not exist",
                                 "fix the series or add the file")
-        pieces.append(Piece(decode(_read(path)), f"{prefix}/{norm}", "quilt",
+        pieces.append(PatchText(decode(_read(path)), f"{prefix}/{norm}", "quilt",
                             file_subject=subject_from_filename(norm)))
     if not pieces:
-        raise PatchkitError(f"{series}: lists no patches", "nothing to import")
+        raise PatchkitError(f"{series_path}: lists no patches", "nothing to import")
     return pieces
 
 
-def _gentoo(folder: Path, shown: str, ebuild: Path | None) -> tuple[list[Piece], list[str]]:
+def _gentoo(folder: Path, shown: str, ebuild: Path | None) -> tuple[list[PatchText], list[str]]:
     """A Gentoo files/ folder: in the ebuild's PATCHES order, else by file name (with a warning)."""
     files = sorted((p for p in folder.iterdir() if p.is_file() and p.name.endswith(PATCH_SUFFIXES)),
                    key=lambda p: p.name.encode("utf-8", errors="surrogateescape"))
@@ -242,7 +189,7 @@ def _gentoo(folder: Path, shown: str, ebuild: Path | None) -> tuple[list[Piece],
         if left:
             warnings.append(f"{shown}: not in the PATCHES of {ebuild.name}, so not imported: {', '.join(left)}")
     strip = tuple(f"{v}-" for v in (names.get("P"), names.get("PN")) if v)
-    pieces = [Piece(decode(_read(p)), f"{shown.rstrip('/')}/{p.relative_to(folder).as_posix()}", "gentoo",
+    pieces = [PatchText(decode(_read(p)), f"{shown.rstrip('/')}/{p.relative_to(folder).as_posix()}", "gentoo",
                     file_subject=subject_from_filename(p.name, strip)) for p in ordered]
     return pieces, warnings
 
@@ -369,7 +316,7 @@ def _expand(word: str, known: dict[str, str], assigned: dict[str, str], ebuild: 
 
 # -- a local repository's commits ----------------------------------------------------------------
 
-def from_repository(path: str, revisions: str) -> list[Piece]:
+def from_repository(path: str, revisions: str) -> list[PatchText]:
     """One piece per first-parent commit of REVISIONS (A..B) in the repository at PATH, as git
     format-patch writes it; a merge anywhere in the range is refused."""
     repo = Path(path).expanduser()
@@ -405,11 +352,9 @@ def from_repository(path: str, revisions: str) -> list[Piece]:
                             "what B has and A has not")
     pieces = []
     for commit in listed:
-        out = git.run(["format-patch", "-1", "--stdout", "--zero-commit", "--full-index", "--binary",
-                       "--no-signature", "--no-stat", "--no-notes", "--no-base", "-M", "-U3", "--no-color",
-                       "--src-prefix=a/", "--dst-prefix=b/", "--encoding=UTF-8", commit], cwd=repo)
+        message, diff = format_commit(repo, commit)
         where = f"{path}@{commit[:12]}"
-        if "\ndiff --git " not in out:
+        if not diff:
             raise PatchkitError(f"--from-repo {where}: the commit changes nothing", "leave it out of the range")
-        pieces.append(Piece(out + "\n", where, "git", repairable=False))
+        pieces.append(PatchText(join(message, diff), where, "git", repairable=False))
     return pieces

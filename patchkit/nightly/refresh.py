@@ -1,13 +1,13 @@
 """Refresh: each patch regenerated from its commit on the patched branch, churn-free.
 
-A refreshed patch is what `git format-patch --zero-commit --full-index --binary --no-signature`
-writes for the commit: the mbox `From` line with the zero id, From/Date/Subject from the patch
-(git encodes them as it always does), the message with its DEP-3 trailers, `---`, the diff with
-full `index` blob ids so anyone's `git am -3` finds the pre-image. There is no diffstat: its
-layout follows git's rendering rules (name and graph widths, `diff.stat*` settings, changed
-between git versions), the one part whose bytes could differ between two machines refreshing the
-same commit, and `verify` compares bytes. The diff itself is the commit's, so a refresh of an
-unchanged queue on an unchanged upstream gives the same bytes every time.
+A refreshed patch is what `patchkit.patchfile.format_patch` writes for the commit: the mbox
+`From` line with the zero id, From/Date/Subject from the patch (git encodes them as it always
+does), the message with its DEP-3 trailers, `---`, the diff with full `index` blob ids so
+anyone's `git am -3` finds the pre-image. There is no diffstat: its layout follows git's
+rendering rules (name and graph widths, `diff.stat*` settings, changed between git versions),
+the one part whose bytes could differ between two machines refreshing the same commit, and
+`verify` compares bytes. The diff itself is the commit's, so a refresh of an unchanged queue on
+an unchanged upstream gives the same bytes every time.
 """
 
 from __future__ import annotations
@@ -20,18 +20,18 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Sequence
 
-from patchkit import git
 from patchkit.apply import PatchResult
 from patchkit.errors import PatchkitError
 from patchkit.fileio import atomic_write
+from patchkit.patchfile import diff as patch_diff
+from patchkit.patchfile import trailers
+from patchkit.patchfile.diff import HUNK_HEADER, Part
+from patchkit.patchfile.format_patch import format_commit, join
 from patchkit.project import Project
 from patchkit.queue import Queue
 from patchkit.upstream import Mirror
 
-_HUNK_HEADER = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
 _INDEX = re.compile(r"^index ([0-9a-f]+)\.\.([0-9a-f]+)")
-_SIGNATURE = re.compile(r"\n-- \n[^\n]*\n*\Z")  # git format-patch's "-- \n<version>"
-_LAST_UPDATE = re.compile(r"^Last-Update: .*$", re.M)
 
 
 class Change(str, enum.Enum):
@@ -101,27 +101,22 @@ def rekey_bases(mirror: Mirror, refreshed: Sequence[Refreshed]) -> None:
 
 def format_patch(mirror: Mirror, commit: str) -> bytes:
     """COMMIT as a patch file in the refresh format (the module docstring says which)."""
-    out = git.run(["format-patch", "-1", "--stdout", "--zero-commit", "--full-index", "--binary",
-                   "--no-signature", "--no-stat", "-M", "--encoding=UTF-8", commit], cwd=mirror.path)
-    # Without a stat git writes no `---` either; it is what tells mail tools where the message ends.
-    message, found, diff = out.partition("\ndiff --git ")
-    if not found:
+    message, diff = format_commit(mirror.path, commit)
+    if not diff:
         raise PatchkitError(f"commit {commit} changes nothing", "drop the patch from the series")
-    text = f"{message.rstrip(chr(10))}\n---\ndiff --git {diff}\n"
-    return text.encode("utf-8", errors="surrogateescape")
+    return join(message, diff).encode("utf-8", errors="surrogateescape")
 
 
 def _last_update(data: bytes, today: date) -> bytes:
-    """DATA with the `Last-Update:` trailer (in the message's last paragraph) set to TODAY."""
+    """DATA with the `Last-Update:` trailer of its message set to TODAY."""
     text = data.decode("utf-8", errors="surrogateescape")
     message, separator, diff = text.partition("\n---\ndiff --git ")
-    body, gap, trailers = message.rpartition("\n\n")
-    trailers = _LAST_UPDATE.sub(f"Last-Update: {today.isoformat()}", trailers, count=1)
-    return (body + gap + trailers + separator + diff).encode("utf-8", errors="surrogateescape")
+    message = trailers.replace(message, "Last-Update", today.isoformat())
+    return (message + separator + diff).encode("utf-8", errors="surrogateescape")
 
 
 @dataclass(frozen=True)
-class _Anatomy:
+class _Depths:
     """A patch file seen at the three depths a refresh is classified by."""
 
     changes: tuple[str, ...]  # file headers (no `index`), the +/- lines, binary data
@@ -133,7 +128,7 @@ def classify(old: bytes, new: bytes, name: str = "patch") -> tuple[Change, str]:
     """How NEW differs from OLD, and for a content change a unified diff of their +/- lines."""
     if old == new:
         return Change.UNCHANGED, ""
-    before, after = _anatomy(old), _anatomy(new)
+    before, after = _depths(old), _depths(new)
     if before.changes != after.changes:
         diff = difflib.unified_diff(before.changes, after.changes, f"a/{name}", f"b/{name}", n=2, lineterm="")
         return Change.CONTENT, "".join(f"{line}\n" for line in diff)
@@ -143,46 +138,34 @@ def classify(old: bytes, new: bytes, name: str = "patch") -> tuple[Change, str]:
     return (Change.LINE_NUMBERS if before.form == after.form else Change.FORMAT_ONLY), ""
 
 
-def _anatomy(data: bytes) -> _Anatomy:
+def _depths(data: bytes) -> _Depths:
     text = data.decode("utf-8", errors="surrogateescape")
-    start = re.search(r"(?m)^diff --git ", text)
-    diff = _SIGNATURE.sub("\n", text[start.start():]) if start else ""
+    lines = text.splitlines(keepends=True)
+    start = patch_diff.diff_start(lines)
+    diff = patch_diff.strip_signature("".join(lines[start:])) if start is not None else ""
     changes: list[str] = []
     hunks: list[str] = []
-    old_left = new_left = 0
     in_header = False  # between `diff --git` and the first hunk: file headers, binary data
-    last_was_change = False
-    for line in diff.splitlines():
-        if old_left > 0 or new_left > 0:
-            kind = line[:1]
-            if kind == "\\":  # "\ No newline at end of file" belongs to the line before it
-                if last_was_change:
-                    changes.append(line)
-            else:
-                last_was_change = kind in ("+", "-")
-                old_left -= kind in (" ", "-", "")  # "": a context line whose blank a mailer ate
-                new_left -= kind in (" ", "+", "")
-                if last_was_change:
-                    changes.append(line)
-            hunks.append(line)
-            continue
-        header = _HUNK_HEADER.match(line)
-        if header:
-            old_left, new_left = int(header.group(1) or 1), int(header.group(2) or 1)
+    for line in patch_diff.walk(diff.splitlines()):
+        if line.part is Part.HEADER:
             in_header = False
             hunks.append("@@")
-        elif line.startswith("diff --git "):
+        elif line.in_hunk:
+            hunks.append(line.text)
+            if line.changed:
+                changes.append(line.text)
+        elif line.text.startswith("diff --git "):
             in_header = True
-            changes.append(line)
-            hunks.append(line)
-        elif in_header and not _INDEX.match(line):
-            changes.append(line)
-            hunks.append(line)
+            changes.append(line.text)
+            hunks.append(line.text)
+        elif in_header and not _INDEX.match(line.text):
+            changes.append(line.text)
+            hunks.append(line.text)
     form = tuple(_mask(line) for line in text.splitlines())
-    return _Anatomy(tuple(changes), tuple(hunks), form)
+    return _Depths(tuple(changes), tuple(hunks), form)
 
 
 def _mask(line: str) -> str:
-    if _HUNK_HEADER.match(line):
+    if HUNK_HEADER.match(line):
         return "@@"
     return _INDEX.sub(lambda m: f"index {'x' * len(m.group(1))}..{'x' * len(m.group(2))}", line)

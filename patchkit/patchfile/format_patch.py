@@ -1,0 +1,54 @@
+"""`git format-patch`, run one way: every patch patchkit writes from a commit (refresh, export,
+import's rendering of a header, `import --from-repo`) has the same form on every machine.
+
+The form: the mbox `From` line with the zero id, From/Date/Subject as git renders them (RFC 2047
+for what is not ASCII), the message, `---`, the diff with `a/` and `b/` prefixes, three lines of
+context, full `index` blob ids and binary data; no diffstat (its layout follows git's version and
+`diff.stat*` settings), no signature, no notes, no base-commit lines.
+
+git.py keeps the user's and the system's config out of every call; a repository's own config is
+still read, and a user's repository (`--from-repo`) may say `diff.noprefix`, `format.signOff`,
+`format.headers`, `diff.interHunkContext`... So each setting that changes what format-patch
+writes is given on the command line, where it outranks every config file.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from patchkit import git
+
+FLAGS = (
+    "--stdout", "--zero-commit", "--full-index", "--binary", "--no-signature", "--no-stat", "--no-notes",
+    "--no-base", "-M", "-U3", "--src-prefix=a/", "--dst-prefix=b/", "--encoding=UTF-8",
+    # what format.* settings would add or change
+    "--no-numbered", "--subject-prefix=PATCH", "--no-signoff", "--no-thread", "--no-from", "--no-attach",
+    "--no-add-header", "--no-to", "--no-cc", "--no-cover-letter", "--no-force-in-body-from",
+    # what diff.* settings would change, where format-patch has a flag for it
+    "--inter-hunk-context=0", "--diff-algorithm=myers", "--indent-heuristic", "--no-relative",
+    "--submodule=short", "--no-color", "--no-ext-diff", "--no-textconv", f"-O{os.devnull}",
+)
+# Settings without a flag, at git's defaults.
+_SETTINGS = (
+    ("diff.noprefix", "false"), ("diff.mnemonicPrefix", "false"), ("diff.suppressBlankEmpty", "false"),
+    ("format.mboxrd", "false"), ("format.encodeEmailHeaders", "true"),
+)
+
+
+def format_commit(repo: Path | str, commit: str, *, allow_empty: bool = False) -> tuple[str, str]:
+    """COMMIT of the repository REPO as (the mail up to its message's end, the diff with its
+    last newline). A commit that changes nothing has the diff "" (with ALLOW_EMPTY, for a
+    commit made only for its header), else GitFailed."""
+    settings = [arg for key, value in _SETTINGS for arg in ("-c", f"{key}={value}")]
+    out = git.run([*settings, "format-patch", "-1", *FLAGS, *(["--always"] if allow_empty else []), commit],
+                  cwd=repo)
+    # Without a stat git writes no `---` either; `join` puts it back.
+    message, found, diff = out.partition("\ndiff --git ")
+    return message.rstrip("\n"), f"diff --git {diff}\n" if found else ""
+
+
+def join(message: str, diff: str) -> str:
+    """A patch file: MESSAGE (as format_commit gives it), `---`, DIFF. The `---` tells mail tools
+    (git am, patch) where the message ends."""
+    return f"{message}\n---\n{diff}"
