@@ -45,7 +45,10 @@ def format_commit(repo: Path | str, commit: str, *, allow_empty: bool = False) -
                   cwd=repo)
     # Without a stat git writes no `---` either; `join` puts it back.
     message, found, diff = out.partition("\ndiff --git ")
-    return message.rstrip("\n"), f"diff --git {diff}\n" if found else ""
+    message = message.rstrip("\n")
+    if message and "\n\n" not in message:  # no body: the empty line that ends the header stays, as with a stat
+        message += "\n"
+    return message, f"diff --git {diff}\n" if found else ""
 
 
 def join(message: str, diff: str) -> str:

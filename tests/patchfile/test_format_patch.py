@@ -25,7 +25,23 @@ def test_an_empty_commit_has_no_diff(tmp_path):
     git.run(["commit", "--quiet", "--allow-empty", "-m", "nothing"], cwd=repo, env=git_identity())
     assert format_commit(repo, "HEAD") == ("", "")
     message, diff = format_commit(repo, "HEAD", allow_empty=True)
-    assert message.endswith("Subject: [PATCH] nothing") and diff == ""
+    assert message.endswith("Subject: [PATCH] nothing\n") and diff == ""
+
+
+def test_a_message_without_a_body_keeps_the_empty_line_that_ends_the_header(tmp_path):
+    # git format-patch writes one there (before its stat); without it, `---` would be read as a header line.
+    import email
+    import email.policy
+
+    repo = tmp_path / "repo"
+    commit_repo(repo)
+    (repo / "a.c").write_text("changed\n")
+    git.run(["commit", "--quiet", "-am", "no body"], cwd=repo, env=git_identity())
+    mail = join(*format_commit(repo, "HEAD"))
+    assert "Subject: [PATCH] no body\n\n---\ndiff --git " in mail
+    parsed = email.message_from_string(mail, policy=email.policy.default)
+    assert parsed.defects == [] and parsed["Subject"] == "[PATCH] no body"
+    assert parsed.get_content().startswith("---\ndiff --git ")
 
 
 def test_the_users_config_is_not_read_either(tmp_path, monkeypatch):
