@@ -12,7 +12,9 @@ from __future__ import annotations
 import contextlib
 import difflib
 import enum
+import os
 import re
+import shutil
 import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -611,9 +613,21 @@ class AppliedQueue:
         return Mirror(self.repo, self.mirror.url, self.mirror.branch, None)
 
     def record(self, ref: str) -> None:
-        """Write the commits into the mirror under REF (the caller holds the mirror's lock). The
-        same patches on the same commit give the same ids, so they are the ones read so far."""
-        _fast_import(self.mirror.path, _stream(self.revision, self._committed, ref))
+        """Give the mirror the commits' objects and point REF at the tip (the caller holds the
+        mirror's lock). The objects are the scratch repository's own files, each renamed into
+        place whole, a pack before its index: git sees a pack only once its index is there, so
+        an interrupted copy leaves nothing git reads. (Writing them again with fast-import
+        would cost as much as the first time.)"""
+        source, target = self.repo / "objects", self.mirror.path / "objects"
+        files = [f for f in source.rglob("*") if f.is_file() and f.parent.name != "info"]
+        for file in sorted(files, key=lambda f: f.suffix == ".idx"):
+            destination = target / file.relative_to(source)
+            if not destination.exists():
+                destination.parent.mkdir(exist_ok=True)
+                partial = destination.with_name(f".{destination.name}.patchkit")
+                shutil.copyfile(file, partial)
+                os.replace(partial, destination)
+        git.run(["update-ref", ref, self.tip], cwd=self.mirror.path)
 
 
 _SCRATCH_REF = "refs/heads/applied"
