@@ -51,7 +51,7 @@ def test_verify_export_dist_and_import_trials_leave_the_mirror_as_it_was(locked,
     scratch = tmp_path / "tmp"  # where the scratch repositories go: empty again after each command
     scratch.mkdir()
     commands = {
-        "verify": (["verify", "--no-fetch"], 0),
+        "verify": (["verify", "--no-fetch"], 1),  # stale: the seed patch is not in the refresh format yet
         "export": (["export", "quilt", str(tmp_path / "quilt"), "--no-fetch"], 0),
         "dist": (["dist", "-o", str(tmp_path / "dist" / "llama.cpp.tar"), "--no-fetch"], 0),
         "import --dry-run": (["import", str(patch), "--at", "upstream@master", "--no-fetch", "--dry-run"], 0),
@@ -65,13 +65,13 @@ def test_verify_export_dist_and_import_trials_leave_the_mirror_as_it_was(locked,
         assert list(scratch.iterdir()) == [], name
 
 
-def test_bisect_writes_nothing_into_the_mirror(locked):
-    mirror = Mirror.open(locked)
-    good = locked.lock().upstream_commit
-    bad = apply(locked, "scenario/conflict")  # records its result: the state bisect starts from
+def test_bisect_writes_nothing_into_the_mirror(project):
+    good = apply(project, "b1000").upstream_commit
+    bad = apply(project, "scenario/conflict")  # records its result: the state the nightly bisects from
     assert bad.patches[0].verdict is Verdict.CONFLICT
+    mirror = Mirror.open(project)
     before = mirror_state(mirror.path)
-    (finding,) = bisect_queue(mirror, locked, Queue.load(locked).patches, good, bad.upstream_commit,
+    (finding,) = bisect_queue(mirror, project, Queue.load(project).patches, good, bad.upstream_commit,
                               bad.patches, bad.checks)
     assert finding.kind == "broke"
     assert mirror_state(mirror.path) == before
@@ -112,3 +112,23 @@ def test_the_fuzz_warning_is_said_once_per_output(project, tmp_path, command):
     assert (reports / "report.md").read_text().count(FUZZED) == 1
     data = json.loads((reports / "report.json").read_text())
     assert json.dumps(data).count(FUZZED) == 1
+
+
+def test_a_refresh_result_leaves_its_bytes_out_of_json():
+    from patchkit.nightly.refresh import Change, Refreshed
+    from patchkit.plain import plain
+
+    refreshed = Refreshed("a.patch", Change.FORMAT_ONLY, "0" * 64, "1" * 64, b"From 0000\n", "")
+    assert plain(refreshed) == {"name": "a.patch", "change": "format-only", "old_sha256": "0" * 64,
+                                "new_sha256": "1" * 64, "content_diff": ""}
+
+
+def test_a_night_loads_the_queue_once(project, monkeypatch):
+    from patchkit.nightly.night import NightlyOptions, run_nightly
+
+    apply(project, "b1000", update_lock=True)
+    loads = []
+    load = Queue.load.__func__
+    monkeypatch.setattr(Queue, "load", classmethod(lambda cls, p: loads.append(p) or load(cls, p)))
+    report = run_nightly(project, NightlyOptions(spec="upstream@HEAD", fetch=False))
+    assert report.passed and len(loads) == 1
