@@ -601,7 +601,6 @@ class AppliedQueue:
     tip: str  # the last patch's commit (the upstream commit when nothing applied)
     tree: str  # the tip's tree
     repo: Path  # a scratch repository borrowing the mirror's objects: read the commits there
-    _committed: tuple[_Applied, ...] = field(repr=False, compare=False)
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -641,7 +640,7 @@ def apply_queue(mirror: Mirror, revision: Revision, patches: Sequence[Patch], fu
     with mirror.reader() as reader:
         applier = Applier(mirror, revision, reader, fuzz)
         applied = [applier.apply(patch) for patch in patches]
-    committed = tuple(a for a in applied if a.changes)
+    committed = [a for a in applied if a.changes]
     with tempfile.TemporaryDirectory(prefix="patchkit-applied-") as tmp:
         repo = Path(tmp) / "applied.git"
         git.run(["init", "--bare", "--quiet", "--template=", str(repo)])
@@ -652,7 +651,7 @@ def apply_queue(mirror: Mirror, revision: Revision, patches: Sequence[Patch], fu
         testpoint.pause("fast-import")
         tip = ids[-1] if ids else revision.commit
         yield AppliedQueue(mirror, revision, tuple(replace(a.result, commit=commits.get(a.patch.name)) for a in applied),
-                           tip, git.run(["rev-parse", f"{tip}^{{tree}}"], cwd=repo), repo, committed)
+                           tip, git.run(["rev-parse", f"{tip}^{{tree}}"], cwd=repo), repo)
 
 
 def _stream(revision: Revision, applied: Sequence[_Applied], ref: str) -> bytes:
