@@ -118,7 +118,7 @@ def run_apply(project: Project, options: ApplyOptions, hooks: Hooks = Hooks(), *
     moves the lock after this run (the nightly), so a target the lock would move back to is
     refused as under --update-lock."""
     # Every bad input is found before anything is written, the mirror and the output included.
-    queue = queue or Queue.load(project)
+    queue = Queue.load(project) if queue is None else queue
     rules = _rules(project, queue.patches) if options.check or options.smoke else None
     if options.smoke:
         from patchkit.smoke.run import require_platform
