@@ -3,20 +3,24 @@
 Every patch is tried in series order against upstream's objects plus the patches applied before
 it, in memory: nothing is checked out until the result is complete. Each hunk gets a verdict;
 each patch gets the verdict its hunks add up to. The commits are then written in one
-`git fast-import` into the mirror (`output.py` checks them out).
+`git fast-import` into a scratch repository that borrows the mirror's objects (`apply_queue`);
+only a caller that asks (`AppliedQueue.record`) writes them into the mirror under a ref.
 """
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import enum
+import os
 import re
+import shutil
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator, Sequence
 
-from patchkit import binary, git, ladder
+from patchkit import binary, git, ladder, testpoint
 from patchkit.errors import EnvironmentProblem, PatchkitError
 from patchkit.git import ObjectReader
 from patchkit.queue import FileChange, Hunk, Patch
@@ -585,8 +589,73 @@ def _summary(verdict: Verdict, hunks: list[HunkVerdict], blocked_by: tuple[str, 
                      for h in hunks if h.verdict in _FAILURES)
 
 
-def fast_import(mirror: Mirror, revision: Revision, applied: list[_Applied], ref: str) -> list[str]:
-    """Write one commit per applied patch onto REF in the mirror; return their ids.
+@dataclass(frozen=True)
+class AppliedQueue:
+    """A queue applied at one upstream commit: each patch's result with its commit, and the
+    repository that holds those commits. Nothing of it is in the mirror unless `record` puts it
+    there; the repository lives only as long as the `apply_queue` block."""
+
+    mirror: Mirror
+    revision: Revision
+    patches: tuple[PatchResult, ...]
+    tip: str  # the last patch's commit (the upstream commit when nothing applied)
+    tree: str  # the tip's tree
+    repo: Path  # a scratch repository borrowing the mirror's objects: read the commits there
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return tuple(f"{r.name} was placed with fuzz: review it, then refresh the patch"
+                     for r in self.patches if r.verdict is Verdict.FUZZED)
+
+    def scratch_mirror(self) -> Mirror:
+        """The scratch repository seen as the mirror, for readers that take one (format-patch)."""
+        return Mirror(self.repo, self.mirror.url, self.mirror.branch, None)
+
+    def record(self, ref: str) -> None:
+        """Give the mirror the commits' objects and point REF at the tip (the caller holds the
+        mirror's lock). The objects are the scratch repository's own files, each renamed into
+        place whole, a pack before its index: git sees a pack only once its index is there, so
+        an interrupted copy leaves nothing git reads. (Writing them again with fast-import
+        would cost as much as the first time.)"""
+        source, target = self.repo / "objects", self.mirror.path / "objects"
+        files = [f for f in source.rglob("*") if f.is_file() and f.parent.name != "info"]
+        for file in sorted(files, key=lambda f: f.suffix == ".idx"):
+            destination = target / file.relative_to(source)
+            if not destination.exists():
+                destination.parent.mkdir(exist_ok=True)
+                partial = destination.with_name(f".{destination.name}.patchkit")
+                shutil.copyfile(file, partial)
+                os.replace(partial, destination)
+        git.run(["update-ref", ref, self.tip], cwd=self.mirror.path)
+
+
+_SCRATCH_REF = "refs/heads/applied"
+
+
+@contextlib.contextmanager
+def apply_queue(mirror: Mirror, revision: Revision, patches: Sequence[Patch], fuzz: int = 0) -> Iterator[AppliedQueue]:
+    """Apply PATCHES in order at REVISION; yield the result, its commits written into a scratch
+    repository that borrows the mirror's objects (`objects/info/alternates`), so that a run that
+    only reads the result (verify, export, dist, import's trial) leaves no object or ref behind."""
+    with mirror.reader() as reader:
+        applier = Applier(mirror, revision, reader, fuzz)
+        applied = [applier.apply(patch) for patch in patches]
+    committed = [a for a in applied if a.changes]
+    with tempfile.TemporaryDirectory(prefix="patchkit-applied-") as tmp:
+        repo = Path(tmp) / "applied.git"
+        git.run(["init", "--bare", "--quiet", "--template=", str(repo)])
+        (repo / "objects" / "info").mkdir(parents=True, exist_ok=True)
+        (repo / "objects" / "info" / "alternates").write_text(f"{(mirror.path / 'objects').resolve()}\n")
+        ids = _fast_import(repo, _stream(revision, committed, _SCRATCH_REF))
+        commits = dict(zip((a.patch.name for a in committed), ids))
+        testpoint.pause("fast-import")
+        tip = ids[-1] if ids else revision.commit
+        yield AppliedQueue(mirror, revision, tuple(replace(a.result, commit=commits.get(a.patch.name)) for a in applied),
+                           tip, git.run(["rev-parse", f"{tip}^{{tree}}"], cwd=repo), repo)
+
+
+def _stream(revision: Revision, applied: Sequence[_Applied], ref: str) -> bytes:
+    """The fast-import stream of one commit per applied patch onto REF.
 
     Author and date come from the patch; the committer is fixed and dated at the upstream
     commit, so the same upstream commit and the same queue always give the same ids.
@@ -608,19 +677,24 @@ def fast_import(mirror: Mirror, revision: Revision, applied: list[_Applied], ref
                 out += f"M {mode} inline {_quote(path)}\ndata {len(data)}\n".encode() + data + b"\n"
         out += b"\n"
     out += b"done\n"
+    return bytes(out)
+
+
+def _fast_import(repo: Path, stream: bytes) -> list[str]:
+    """Run STREAM through `git fast-import` in REPO; return the ids of its marks in order."""
     with tempfile.TemporaryDirectory(prefix="patchkit-import-") as tmp:
         marks = Path(tmp) / "marks"
         # --force: a rerun after upstream moved replaces the previous result, it does not extend it
         try:
             git.run(["fast-import", "--quiet", "--force", "--done", f"--export-marks={marks}"],
-                    cwd=mirror.path, input=bytes(out))
+                    cwd=repo, input=stream)
         except git.GitFailed as exc:
-            for crash in mirror.path.glob("fast_import_crash_*"):  # its report, of no use to anyone
+            for crash in repo.glob("fast_import_crash_*"):  # its report, of no use to anyone
                 crash.unlink()
-            raise EnvironmentProblem(f"cannot write the result into the mirror {mirror.path}: {exc.summary}",
+            raise EnvironmentProblem(f"cannot write the result into {repo}: {exc.summary}",
                                      "check the disk, then rerun") from None
-        ids = dict(line.split() for line in marks.read_text().splitlines()) if applied else {}
-    return [ids[f":{mark}"] for mark in range(1, len(applied) + 1)]
+        ids = dict(line.split() for line in marks.read_text().splitlines()) if marks.exists() else {}
+    return [ids[f":{mark}"] for mark in range(1, len(ids) + 1)]
 
 
 def _quote(path: str) -> str:

@@ -1,23 +1,33 @@
-"""`patchkit apply` end to end: resolve, apply, commit, check out, check, build, record.
+"""`patchkit apply` end to end, and the read-only apply the other commands compose.
 
-Each step lives in its own module; this one only puts them in order and decides, from their
-results, whether the run was good enough to record 3-way bases and the lock.
+`applied_at` is the queue applied at one upstream commit with its site checks, read in a scratch
+repository (`apply.apply_queue`): verify, export, dist and the demo's tour read it there and
+leave the mirror as it was. `run_apply` is the command: it records the result in the mirror,
+checks it out, builds, and decides from the results whether the run was good enough to record
+3-way bases and the lock.
 """
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
 
 from patchkit import __version__, git, refs, testpoint
-from patchkit.apply import Applier, PatchResult, Verdict, fast_import
+from patchkit.apply import AppliedQueue, PatchResult, Verdict, apply_queue
+from patchkit.hooks import Hooks
 from patchkit.output import check_out, check_output
+from patchkit.plain import plain
 from patchkit.project import Lock, Project
 from patchkit.queue import Patch, Queue
-from patchkit.hooks import Hooks
-from patchkit.plain import plain
-from patchkit.upstream import Mirror
+from patchkit.upstream import Mirror, Revision
+
+if TYPE_CHECKING:
+    from patchkit.backends import BuildReport, Recipe
+    from patchkit.checks import CheckReport, Rule
+    from patchkit.smoke.run import SmokeReport
+
 
 @dataclass(frozen=True)
 class ApplyOptions:
@@ -29,16 +39,9 @@ class ApplyOptions:
     force: bool = False
     update_lock: bool = False
     allow_rewind: bool = False  # let --update-lock move the lock to a commit without the locked one
-    guard_pin: bool = False  # refuse a target the lock would move back to, even without update_lock
     check: bool = True
     build: tuple[str, ...] = ()
     smoke: bool = False  # after a good build, the runtime smoke test with the first backend's recipe
-    record: bool = True  # keep 3-way bases and the last report (verify's scratch run does not)
-    checkout: bool = True  # False: the result is only in the mirror's objects (runs that read them there)
-
-    def __post_init__(self) -> None:
-        if (self.build or self.smoke) and not self.checkout:
-            raise ValueError("builds and the smoke test need a checked-out tree")
 
 
 @dataclass(frozen=True)
@@ -47,13 +50,13 @@ class ApplyReport:
     ref: str
     upstream_commit: str
     branch: str
-    output: Path | None  # None: nothing checked out (ApplyOptions.checkout)
+    output: Path | None  # None: nothing checked out (verify, export, dist, the demo's tour)
     tip: str  # the branch's commit (the upstream commit when nothing applied)
     tree: str
     patches: tuple[PatchResult, ...]
-    checks: Any = None  # patchkit.checks.CheckReport, when the applied patches have rules
-    builds: Any = None  # patchkit.backends.BuildReport, with --build
-    smoke: Any = None  # patchkit.smoke.run.SmokeReport, with --smoke
+    checks: CheckReport | None = None  # when the applied patches have rules
+    builds: BuildReport | None = None  # with --build
+    smoke: SmokeReport | None = None  # with --smoke
     lock_updated: bool = False
     bases_recorded: int = 0
     warnings: tuple[str, ...] = ()
@@ -63,7 +66,7 @@ class ApplyReport:
         """Nothing needs a human: every patch good, every check and build passed."""
         object.__setattr__(self, "passed", all(p.good for p in self.patches)
                            and (self.checks is None or self.checks.passed)
-                           and (self.builds is None or self.builds.exit_code() == 0)
+                           and (self.builds is None or self.builds.exit_code == 0)
                            and (self.smoke is None or self.smoke.passed))
 
     @property
@@ -71,18 +74,9 @@ class ApplyReport:
         return 0 if self.passed else 1
 
 
-def run_apply(project: Project, options: ApplyOptions, hooks: Hooks = Hooks()) -> ApplyReport:
-    # Every bad input is found before anything is written, the mirror and the output included.
-    queue = Queue.load(project)
-    rules = _rules(project, queue.patches) if options.check or options.smoke else None
-    if options.smoke:
-        from patchkit.smoke.run import require_platform
-
-        require_platform()
-    recipes = _recipes(project, options.build) if options.build else []
-    mirror = Mirror.open(project, options.upstream)
-    output = (check_output((options.output or project.output_dir).resolve(), project.root.resolve(), options.force)
-              if options.checkout else None)
+def collect_warnings(hooks: Hooks) -> tuple[list[str], Callable[[str], None]]:
+    """A list for a report's warnings, and the function that adds one and says it as it happens
+    (the terminal's one copy: the renderers of files and JSON show the list, the terminal's not)."""
     warnings: list[str] = []
 
     def warn(message: str) -> None:
@@ -90,51 +84,77 @@ def run_apply(project: Project, options: ApplyOptions, hooks: Hooks = Hooks()) -
         if hooks.warn:
             hooks.warn(message)
 
+    return warnings, warn
+
+
+def resolve(mirror: Mirror, spec: str, fetch: bool, hooks: Hooks,
+            warn: Callable[[str], None] | None) -> Revision:
+    """SPEC's commit, after a fetch when FETCH; the caller holds the mirror's lock."""
     def progress(line: str) -> None:
         testpoint.pause("fetch")
         if hooks.progress:
             hooks.progress(line)
 
+    return mirror.resolve(spec, fetch=fetch, progress=progress, warn=warn)
+
+
+@contextlib.contextmanager
+def applied_at(project: Project, mirror: Mirror, revision: Revision, patches: Sequence[Patch], fuzz: int = 0,
+               check: bool = True) -> Iterator[tuple[AppliedQueue, ApplyReport]]:
+    """PATCHES applied at REVISION and, with CHECK, their site checks on the result; nothing is
+    checked out or recorded. The commits are readable in the scratch repository until the block
+    ends; the report's warnings are the apply's own (said to no one: the caller decides)."""
+    with apply_queue(mirror, revision, patches, fuzz) as applied:
+        committed = {r.name for r in applied.patches if r.commit}
+        checks = _run_checks(project, [p for p in patches if p.name in committed], applied) if check else None
+        yield applied, ApplyReport(mirror.url, revision.ref, revision.commit, revision.branch_name, None,
+                                   applied.tip, applied.tree, applied.patches, checks,
+                                   warnings=applied.warnings)
+
+
+def run_apply(project: Project, options: ApplyOptions, hooks: Hooks = Hooks(), *, queue: Queue | None = None,
+              guard_pin: bool = False) -> ApplyReport:
+    """`patchkit apply`. QUEUE: already loaded by the caller (the nightly); GUARD_PIN: the caller
+    moves the lock after this run (the nightly), so a target the lock would move back to is
+    refused as under --update-lock."""
+    # Every bad input is found before anything is written, the mirror and the output included.
+    queue = Queue.load(project) if queue is None else queue
+    rules = _rules(project, queue.patches) if options.check or options.smoke else None
+    if options.smoke:
+        from patchkit.smoke.run import require_platform
+
+        require_platform()
+    recipes = _recipes(project, options.build) if options.build else []
+    mirror = Mirror.open(project, options.upstream)
+    output = check_output((options.output or project.output_dir).resolve(), project.root.resolve(), options.force)
+    warnings, warn = collect_warnings(hooks)
+
     with mirror.locked():
-        revision = mirror.resolve(options.spec, fetch=options.fetch, progress=progress, warn=warn)
-        if (options.update_lock or options.guard_pin) and not options.allow_rewind:
+        revision = resolve(mirror, options.spec, options.fetch, hooks, warn)
+        if (options.update_lock or guard_pin) and not options.allow_rewind:
             mirror.guard_pin(revision.commit)
-        with mirror.reader() as reader:
-            applier = Applier(mirror, revision, reader, options.fuzz)
-            applied = [applier.apply(patch) for patch in queue.patches]
-            committed = [a for a in applied if a.changes]
-            result_ref = refs.result(project.key, revision.branch_name)
-            ids = dict(zip((a.patch.name for a in committed),
-                           fast_import(mirror, revision, committed, result_ref)))
-            testpoint.pause("fast-import")
-            results = tuple(replace(a.result, commit=ids.get(a.patch.name)) for a in applied)
-            tip = ids[committed[-1].patch.name] if committed else revision.commit
-            checks = _run_checks(project, [a.patch for a in committed], reader, tip) if options.check else None
-        if output:
-            check_out(output, mirror, revision, result_ref, tip, warn)
-        tree = git.run(["rev-parse", f"{tip}^{{tree}}"], cwd=mirror.path)
-        for r in results:
-            if r.verdict is Verdict.FUZZED:
-                warn(f"{r.name} was placed with fuzz: review it, then refresh the patch")
-        report = ApplyReport(mirror.url, revision.ref, revision.commit, revision.branch_name,
-                             output.path if output else None, tip, tree, results, checks)
+        result_ref = refs.result(project.key, revision.branch_name)
+        with applied_at(project, mirror, revision, queue.patches, options.fuzz, options.check) as (applied, report):
+            applied.record(result_ref)
+        check_out(output, mirror, revision, result_ref, report.tip, warn)
+        for warning in report.warnings:  # the apply's own (fuzz), said after the checkout's
+            warn(warning)
+        report = replace(report, output=output.path)
         if options.build and report.passed:
-            report = replace(report, builds=_run_builds(report.output, recipes, report.upstream_commit, hooks))
+            report = replace(report, builds=_run_builds(output.path, recipes, report.upstream_commit, hooks))
             if options.smoke and report.passed:
                 from patchkit.smoke.run import run_smoke
 
-                report = replace(report, smoke=run_smoke(report.output, rules or [], recipes[0],
+                report = replace(report, smoke=run_smoke(output.path, rules or [], recipes[0],
                                                          upstream_commit=report.upstream_commit,
                                                          progress=hooks.progress,
                                                          build_progress=hooks.build_progress))
         elif options.build:
             warn("builds not run: the apply needs attention first")
         testpoint.pause("record")
-        if options.record:
-            report = _record(project, mirror, report, options.update_lock, warn)
+        report = _record(project, mirror, report, options.update_lock, warn)
     report = replace(report, warnings=tuple(warnings))  # including those said while recording
-    if options.record:
-        project.save_last_report(plain(report))
+    project.save_last_report(plain(report))
     return report
 
 
@@ -159,8 +179,8 @@ def _record(project: Project, mirror: Mirror, report: ApplyReport, update_lock: 
     return replace(report, bases_recorded=len(bases), lock_updated=lock_updated)
 
 
-def _rules(project: Project, patches: Iterable[Patch]) -> list | None:
-    """The site rules of PATCHES and of patchkit.yaml, validated (-> list[patchkit.checks.Rule])."""
+def _rules(project: Project, patches: Iterable[Patch]) -> list[Rule] | None:
+    """The site rules of PATCHES and of patchkit.yaml, validated."""
     patches = list(patches)
     if not project.checks and not any(p.checks_path.exists() for p in patches):
         return None  # nothing to check: do not pay for loading the C++ parser
@@ -169,25 +189,26 @@ def _rules(project: Project, patches: Iterable[Patch]) -> list | None:
     return queue_rules(project, patches)
 
 
-def _run_checks(project: Project, patches: list[Patch], reader: git.ObjectReader, tip: str):
-    """The site checks of the applied patches on the result, read from the mirror's objects."""
+def _run_checks(project: Project, patches: list[Patch], applied: AppliedQueue) -> CheckReport | None:
+    """The site checks of the applied patches on the result, read from its objects."""
     rules = _rules(project, patches)
     if rules is None:
         return None
     from patchkit.checks import run_checks
 
-    return run_checks(rules, lambda path: reader.read(tip, path))
+    with git.ObjectReader(applied.repo) as reader:
+        return run_checks(rules, lambda path: reader.read(applied.tip, path))
 
 
-def _recipes(project: Project, backends: tuple[str, ...]) -> list:
-    """The recipes of BACKENDS, validated (-> list[patchkit.backends.Recipe])."""
+def _recipes(project: Project, backends: tuple[str, ...]) -> list[Recipe]:
+    """The recipes of BACKENDS, validated."""
     from patchkit.backends import load_recipes, select
     from patchkit.backends.recipe import default_recipes_dir
 
     return select(load_recipes(default_recipes_dir(project)), backends)
 
 
-def _run_builds(tree: Path, recipes: list, upstream_commit: str, hooks: Hooks):
+def _run_builds(tree: Path, recipes: list[Recipe], upstream_commit: str, hooks: Hooks) -> BuildReport:
     from patchkit.backends import run_builds
 
     return run_builds(tree, recipes, build_dir=tree / "build", upstream_commit=upstream_commit,

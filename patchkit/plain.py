@@ -11,11 +11,14 @@ import enum
 from pathlib import Path
 from typing import Any
 
+NOT_IN_JSON = {"json": False}  # dataclasses.field(metadata=NOT_IN_JSON)
+
 
 def plain(obj: Any) -> Any:
-    """Dataclasses, enums and paths as JSON-ready values (field order kept)."""
+    """Dataclasses, enums and paths as JSON-ready values (field order kept). A field whose
+    metadata says `NOT_IN_JSON` is left out (file bytes, which JSON cannot hold)."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        return {f.name: plain(getattr(obj, f.name)) for f in dataclasses.fields(obj) if f.metadata.get("json", True)}
     if isinstance(obj, enum.Enum):
         return obj.value
     if isinstance(obj, Path):

@@ -61,16 +61,19 @@ class BuildReport:
     results: tuple[BuildResult, ...]
     defines: dict[str, str]  # -D on top of every recipe: build number, ccache, the command line
     interrupted: bool = False
+    allow_skip: bool = False  # --allow-skip: a backend asked for by name may be skipped
 
     def count(self, status: Status) -> int:
         return sum(r.status is status for r in self.results)
 
-    def exit_code(self, allow_skip: bool = False) -> int:
-        """DESIGN.md, Builds: a failure is 1; a skip is 1 only for a backend asked for by name."""
+    @property
+    def exit_code(self) -> int:
+        """DESIGN.md, Builds: a failure is 1; a skip is 1 only for a backend asked for by name,
+        unless skips are allowed."""
         if self.interrupted:
             return EXIT_INTERRUPTED
         if self.count(Status.FAILED):
             return 1
-        if self.count(Status.SKIPPED) and self.requested_by_name and not allow_skip:
+        if self.count(Status.SKIPPED) and self.requested_by_name and not self.allow_skip:
             return 1
         return 0

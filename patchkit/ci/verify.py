@@ -4,7 +4,7 @@ locked commit and refreshed in memory must give the committed patches and lock, 
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from patchkit.errors import PatchkitError
@@ -14,7 +14,7 @@ from patchkit.project import LOCK_NAME, Lock, Project
 from patchkit.queue import Queue
 from patchkit.upstream import Mirror
 from patchkit.hooks import Hooks
-from patchkit.pipeline import ApplyOptions, ApplyReport, run_apply
+from patchkit.pipeline import ApplyReport, applied_at, collect_warnings, resolve
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ class LockDrift:
 class VerifyReport:
     upstream_url: str
     upstream_commit: str  # the locked commit
-    apply: ApplyReport  # the queue at the locked commit (its result read in the mirror, never checked out)
+    apply: ApplyReport  # the queue at the locked commit (read in a scratch repository, never checked out)
     refreshed: tuple[Refreshed, ...]  # empty when a patch did not apply there
     files: tuple[FileDrift, ...]  # the patch files a refresh would change
     lock: tuple[LockDrift, ...]  # the lock fields a refresh would change (never the tool version)
@@ -71,19 +71,24 @@ def verify_queue(project: Project, lock: Lock, options: VerifyOptions, hooks: Ho
     """Apply the queue at LOCK's commit, refresh it in memory, and compare with what is committed."""
     if options.output_dir and options.output_dir.exists() and not options.output_dir.is_dir():
         raise PatchkitError(f"--output-dir {options.output_dir} is not a folder", "give a folder")
+    queue = Queue.load(project)
     if options.output_dir:  # every file it will get, checked before the work
         ensure_writable(options.output_dir / LOCK_NAME,
-                        *(options.output_dir / _relative(project, p.path) for p in Queue.load(project).patches))
-    # By id, not `upstream@locked`: that one only resolves when --upstream names the lock's URL.
-    spec = f"upstream@{lock.upstream_commit}"
-    applied = run_apply(project, ApplyOptions(spec=spec, upstream=options.upstream, fetch=options.fetch,
-                                              record=False, checkout=False), hooks)
+                        *(options.output_dir / _relative(project, p.path) for p in queue.patches))
+    mirror = Mirror.open(project, options.upstream)
+    warnings, warn = collect_warnings(hooks)
+    with mirror.locked():  # only to fetch: what follows reads the mirror and writes nothing into it
+        # By id, not `upstream@locked`: that one only resolves when --upstream names the lock's URL.
+        revision = resolve(mirror, f"upstream@{lock.upstream_commit}", options.fetch, hooks, warn)
     refreshed: tuple[Refreshed, ...] = ()
     files: list[FileDrift] = []
     lock_drift: list[LockDrift] = []
-    if all(p.good for p in applied.patches):
-        queue = Queue.load(project)
-        refreshed = tuple(refresh_queue(Mirror.open(project, options.upstream), queue, applied.patches))
+    with applied_at(project, mirror, revision, queue.patches) as (result, applied):
+        applied = replace(applied, warnings=(*warnings, *applied.warnings))
+        applies = all(p.good for p in applied.patches)
+        if applies:
+            refreshed = tuple(refresh_queue(result.scratch_mirror(), queue, applied.patches))
+    if applies:
         regenerated = Lock(lock.upstream_url, applied.upstream_commit,
                            {r.name: r.new_sha256 for r in refreshed}, applied.tree, lock.tool_version)
         lock_drift = _lock_drift(lock, regenerated)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, List, Optional
 
@@ -71,12 +72,13 @@ def build(
                                 recipes_dir=_recipes_dir(recipes_dir, project),
                                 build_dir=cwd_path(build_dir) if build_dir else None, jobs=jobs,
                                 targets=target, defines=defines, progress=progress)
+    report = replace(report, allow_skip=allow_skip)
 
     emit({json_out: lambda: to_json("build", report),
           markdown_out: lambda: render.to_markdown(report),
           junit_out: lambda: render.to_junit(report)},
          lambda: render.render_terminal(report, console(), quiet=is_quiet()))
-    raise typer.Exit(report.exit_code(allow_skip))
+    raise typer.Exit(report.exit_code)
 
 
 @recipes_app.command("list")

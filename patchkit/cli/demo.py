@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from patchkit.cli.app import JsonOpt, app, console, emit
+from patchkit.cli.app import JsonOpt, app, console, emit, warn
 
 
 @app.command("demo")
@@ -23,11 +23,12 @@ def demo_command(
     ambiguous, already-applied, ...). Run it inside the patchkit repository.
     """
     from patchkit.demo import run_demo
+    from patchkit.hooks import Hooks
     from patchkit.project import Project
     from patchkit.report import to_json
     from patchkit.report.demo import render_terminal
 
     target = folder.resolve() if folder else Path(tempfile.mkdtemp(prefix="patchkit-demo-"))
-    result = run_demo(Project.find(), target)
+    result = run_demo(Project.find(), target, Hooks(warn=warn))
     emit({json_out: lambda: to_json("demo", result)}, lambda: render_terminal(result, console()))
     raise typer.Exit(result.head.exit_code)

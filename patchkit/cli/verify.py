@@ -26,7 +26,7 @@ def verify_command(
     """Fail (exit 1) when refreshing the queue at the locked commit would change any byte of
     patches/ or the lock's commit, patch hashes or tree: the queue is stale or hand-edited.
 
-    The queue is applied in the mirror only; nothing is checked out, ./llama.cpp is not touched.
+    Read-only: nothing is checked out or written into the mirror (the fetch aside), ./llama.cpp is not touched.
 
     Examples:\n
       patchkit verify\n

@@ -91,21 +91,21 @@ def source_date_epoch(value: str | None) -> int | None:
 
 def make_dist(project: Project, options: DistOptions, hooks: Hooks = Hooks()) -> DistResult:
     output, compression, epoch = check_options(options)
-    patched = patched_queue(project, options.spec, options.upstream, options.fetch, hooks)
-    queue = tuple(QueueEntry(p.name, p.patch.sha256) for p in patched.patches)
-    mtime = patched.commit_time if epoch is None else epoch
-    top = f"llama.cpp-{patched.version}"
-    source = source_text(patched, project.upstream_url, queue)
-    if hooks.progress:  # compressing a whole tree can take minutes: say so, not the fetch's line
-        hooks.progress(f"writing {top}/ into {output.name}")
-    made = missing_folders(output)
-    try:
-        with atomic_file(output) as fh:
-            digest = tarball.write_tar(fh, compression, patched.mirror.path, patched.tree, top, mtime,
-                                       {SOURCE_FILE: source.encode()})
-    except BaseException:
-        remove_empty(made)  # a failed or interrupted run leaves no empty folders either
-        raise
+    with patched_queue(project, options.spec, options.upstream, options.fetch, hooks) as patched:
+        queue = tuple(QueueEntry(p.name, p.patch.sha256) for p in patched.patches)
+        mtime = patched.commit_time if epoch is None else epoch
+        top = f"llama.cpp-{patched.version}"
+        source = source_text(patched, project.upstream_url, queue)
+        if hooks.progress:  # compressing a whole tree can take minutes: say so, not the fetch's line
+            hooks.progress(f"writing {top}/ into {output.name}")
+        made = missing_folders(output)
+        try:
+            with atomic_file(output) as fh:
+                digest = tarball.write_tar(fh, compression, patched.repo, patched.tree, top, mtime,
+                                           {SOURCE_FILE: source.encode()})
+        except BaseException:
+            remove_empty(made)  # a failed or interrupted run leaves no empty folders either
+            raise
     with open(output, "rb") as fh:
         file_sha256 = hashlib.file_digest(fh, "sha256").hexdigest()
     size = output.stat().st_size

@@ -1,7 +1,8 @@
 """The queue as it applies at one upstream commit, ready to hand to a packager.
 
-Both `export` and `dist` start here: the queue is applied in the mirror only (nothing is checked
-out, nothing of the user's is touched, nothing is recorded) and must be fully good there, site
+Both `export` and `dist` start here: the queue is applied in a scratch repository beside the
+mirror (nothing is checked out, nothing of the user's is touched, nothing is written into the
+mirror but what the fetch brings) and must be fully good there, site
 checks included, since a packager's build runs unattended and exit 0 has to mean nobody needs to
 look. Each patch is then regenerated from its commit in the refresh format, so it applies with
 fuzz 0 exactly where patchkit put it, merged hunks included.
@@ -9,7 +10,10 @@ fuzz 0 exactly where patchkit put it, merged hunks included.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
 
 from patchkit import git
 from patchkit.apply import PatchResult, Verdict
@@ -21,7 +25,7 @@ from patchkit.project import Project
 from patchkit.queue import Patch, Queue
 from patchkit.upstream import Mirror, parse_spec
 from patchkit.hooks import Hooks
-from patchkit.pipeline import ApplyOptions, ApplyReport, run_apply
+from patchkit.pipeline import ApplyReport, applied_at, resolve
 
 _FUZZ = 2  # GNU patch's default
 
@@ -46,31 +50,34 @@ class PatchedQueue:
     tip: str  # the patched commit
     tree: str  # its tree
     patches: tuple[ExportedPatch, ...]
-    mirror: Mirror = field(repr=False, compare=False)  # holds every object above
+    repo: Path  # holds every object above, until the `patched_queue` block ends
 
 
+@contextlib.contextmanager
 def patched_queue(project: Project, spec: str = "upstream@locked", upstream: str | None = None,
-                  fetch: bool = True, hooks: Hooks = Hooks()) -> PatchedQueue:
+                  fetch: bool = True, hooks: Hooks = Hooks()) -> Iterator[PatchedQueue]:
     """The queue applied at SPEC (default: the locked commit); refused unless every patch is good,
     unfuzzed and passes its site checks there."""
     spec = _by_id(project, spec)
-    # With fuzz allowed, a patch that needs it says so (and is refused) instead of being a conflict.
-    report = run_apply(project, ApplyOptions(spec=spec, upstream=upstream, fetch=fetch, fuzz=_FUZZ,
-                                             record=False, checkout=False), hooks)
-    _require_good(report)
     queue = Queue.load(project)
     mirror = Mirror.open(project, upstream)
-    results = {r.name: r for r in report.patches}
-    patches = tuple(ExportedPatch(p.name, p, format_patch(mirror, results[p.name].commit or ""),
-                                  results[p.name].commit or "", any(f.binary for f in p.files))
-                    for p in queue.patches)
-    build = build_number(mirror, report.upstream_commit)
-    return PatchedQueue(
-        report.upstream_url, report.upstream_commit,
-        int(_show(mirror, report.upstream_commit, "%ct")), build,
-        short_commit(report.upstream_commit),
-        queue_version(build, ((p.name, p.sha256) for p in queue.patches)),
-        report.tip, report.tree, patches, mirror)
+    with mirror.locked():  # only to fetch: the rest reads the mirror and writes nothing into it
+        revision = resolve(mirror, spec, fetch, hooks, hooks.warn)
+    # With fuzz allowed, a patch that needs it says so (and is refused) instead of being a conflict.
+    with applied_at(project, mirror, revision, queue.patches, fuzz=_FUZZ) as (applied, report):
+        _require_good(report)
+        scratch = applied.scratch_mirror()
+        results = {r.name: r for r in report.patches}
+        patches = tuple(ExportedPatch(p.name, p, format_patch(scratch, results[p.name].commit or ""),
+                                      results[p.name].commit or "", any(f.binary for f in p.files))
+                        for p in queue.patches)
+        build = build_number(mirror, report.upstream_commit)
+        yield PatchedQueue(
+            report.upstream_url, report.upstream_commit,
+            int(_show(mirror, report.upstream_commit, "%ct")), build,
+            short_commit(report.upstream_commit),
+            queue_version(build, ((p.name, p.sha256) for p in queue.patches)),
+            report.tip, report.tree, patches, applied.repo)
 
 
 def _show(mirror: Mirror, commit: str, fmt: str) -> str:

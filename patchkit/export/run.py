@@ -53,13 +53,13 @@ class ExportReport:
 def run_export(project: Project, options: ExportOptions, hooks: Hooks = Hooks()) -> ExportReport:
     owned = (project.patches_dir, project.cache_dir, project.output_dir)
     check_target(options.out, options.force, keep=(project.root, *owned, Path.cwd()), owned=owned)  # before any work
-    queue = patched_queue(project, options.spec, options.upstream, options.fetch, hooks)
-    binary = [p.name for p in queue.patches if p.binary]
-    if binary and options.format is not Format.MBOX:
-        raise PatchkitError(f"cannot export {', '.join(binary)} as {options.format.value}: a binary patch "
-                            "(GIT binary patch) is applied by git only, not by GNU patch or quilt",
-                            "export as mbox for `git am`, or carry the binary file another way")
-    files = render(queue, options.format)
+    with patched_queue(project, options.spec, options.upstream, options.fetch, hooks) as queue:
+        binary = [p.name for p in queue.patches if p.binary]
+        if binary and options.format is not Format.MBOX:
+            raise PatchkitError(f"cannot export {', '.join(binary)} as {options.format.value}: a binary patch "
+                                "(GIT binary patch) is applied by git only, not by GNU patch or quilt",
+                                "export as mbox for `git am`, or carry the binary file another way")
+        files = render(queue, options.format)
     write_folder(options.out, files, options.force)
     by_patch = {f.patch: f.path for f in files if f.patch}
     return ExportReport(

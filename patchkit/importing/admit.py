@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import posixpath
 import re
-import shutil
 import tempfile
 import unicodedata
 from dataclasses import dataclass, field, replace
@@ -20,21 +19,20 @@ from pathlib import Path
 from typing import Callable
 
 from patchkit import testpoint
-from patchkit.apply import HunkVerdict, PatchResult, Verdict
+from patchkit.apply import HunkVerdict, PatchResult, Verdict, apply_queue
 from patchkit.errors import PatchkitError
 from patchkit.fileio import atomic_write
 from patchkit.git import validate_repo_path
+from patchkit.hooks import Hooks
 from patchkit.importing import mail, sources
 from patchkit.importing.repair import HunkRepair, Repaired, repair
 from patchkit.importing.sources import PatchText
 from patchkit.patchfile import diff as patch_diff
 from patchkit.patchfile.diff import Part
-from patchkit.patchfile.series import insert_into_series, parse_series, write_series
+from patchkit.patchfile.series import insert_into_series, write_series
 from patchkit.project import Project
 from patchkit.queue import Patch, Queue, read_patch
 from patchkit.upstream import Mirror, Revision, parse_spec
-from patchkit.hooks import Hooks
-from patchkit.pipeline import ApplyOptions, run_apply
 
 NAME_MAX = 64  # characters before ".patch", as git format-patch's default --filename-max-length
 
@@ -215,7 +213,7 @@ def run_import(project: Project, options: ImportOptions, hooks: Hooks = Hooks())
     # -- the scratch apply at --at -------------------------------------------------------------
     if revision is None:
         revision = _resolve(project, mirror, options, hooks, warn)
-    results, broken = _scratch_apply(project, options, revision, incoming, series_text, order, existing, hooks)
+    results, broken = _scratch_apply(mirror, revision, queue, incoming, order)
     entries = tuple(Entry(
         name=item.name, position=position[item.name], source=item.piece.source, kind=item.draft.kind,
         format=item.draft.format, subject=item.patch.subject,
@@ -394,36 +392,24 @@ def _series_order(existing: list[str], new: list[str], after: str | None) -> lis
     return existing[:at] + new + existing[at:]
 
 
-# -- applying at --at, in a scratch folder -----------------------------------------------------------
+# -- applying at --at, nothing written -----------------------------------------------------------
 
-def _scratch_apply(project: Project, options: ImportOptions, revision: Revision, incoming: list[_Incoming],
-                   series_text: str, order: list[str], existing: list[str],
-                   hooks: Hooks) -> tuple[dict[str, PatchResult], tuple[Broken, ...]]:
-    """The queue with the new entries in place, applied at REVISION in a scratch folder; and the
-    patches of the queue that were good there without them and are not with them."""
-    spec = f"upstream@{revision.commit}"
-    quiet = Hooks(progress=hooks.progress, warn=None)
-    with tempfile.TemporaryDirectory(prefix="patchkit-import-") as scratch:
-        folder = Path(scratch) / "patches"
-        shutil.copytree(project.patches_dir, folder, symlinks=True)
-        for item in incoming:
-            (folder / item.name).write_bytes(item.data)
-        (folder / "series").write_text(series_text, encoding="utf-8")
-        trial = replace(project, patches_dir=folder)
-        assert parse_series(trial.series_path) == order
-        applied = run_apply(trial, ApplyOptions(spec=spec, upstream=options.upstream, fetch=False,
-                                                record=False, check=False, checkout=False), quiet)
+def _scratch_apply(mirror: Mirror, revision: Revision, queue: Queue, incoming: list[_Incoming],
+                   order: list[str]) -> tuple[dict[str, PatchResult], tuple[Broken, ...]]:
+    """The queue with the new entries in ORDER, applied at REVISION; and the patches of the queue
+    that were good there without them and are not with them. Read-only: the trial's commits
+    live in a scratch repository (`apply_queue`), not in the mirror."""
+    patches = {p.name: p for p in queue.patches} | {item.name: replace(item.patch, name=item.name) for item in incoming}
+    with apply_queue(mirror, revision, [patches[name] for name in order]) as applied:
         results = {r.name: r for r in applied.patches}
-        first_new = min(order.index(item.name) for item in incoming)
-        suspects = [n for n in existing if order.index(n) > first_new and not results[n].good]
-        broken: list[Broken] = []
-        if suspects:
-            before = run_apply(project, ApplyOptions(spec=spec, upstream=options.upstream, fetch=False,
-                                                     record=False, check=False, checkout=False),
-                               quiet)
+    first_new = min(order.index(item.name) for item in incoming)
+    suspects = [p.name for p in queue.patches if order.index(p.name) > first_new and not results[p.name].good]
+    broken: list[Broken] = []
+    if suspects:
+        with apply_queue(mirror, revision, queue.patches) as before:
             good_before = {r.name for r in before.patches if r.good}
-            broken = [Broken(n, results[n].verdict, results[n].hunks, results[n].blocked_by, results[n].detail)
-                      for n in suspects if n in good_before]
+        broken = [Broken(n, results[n].verdict, results[n].hunks, results[n].blocked_by, results[n].detail)
+                  for n in suspects if n in good_before]
     return results, tuple(broken)
 
 

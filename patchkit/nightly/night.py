@@ -11,6 +11,7 @@ from __future__ import annotations
 import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from patchkit import __version__, git
 from patchkit.apply import Verdict
@@ -20,7 +21,10 @@ from patchkit.project import Lock, Project
 from patchkit.queue import Queue
 from patchkit.upstream import Mirror
 from patchkit.hooks import Hooks
-from patchkit.pipeline import ApplyOptions, ApplyReport, run_apply
+from patchkit.pipeline import ApplyOptions, ApplyReport, collect_warnings, run_apply
+
+if TYPE_CHECKING:
+    from patchkit.backends import BuildReport
 
 
 @dataclass(frozen=True)
@@ -38,17 +42,6 @@ class NightlyOptions:
 
 
 @dataclass(frozen=True)
-class RefreshEntry:
-    """What the refresh did to one patch file (its new bytes are in patches/ and the report dir)."""
-
-    name: str
-    change: str  # unchanged, format-only, line-numbers-only, context-changed, content-changed
-    old_sha256: str
-    new_sha256: str
-    content_diff: str
-
-
-@dataclass(frozen=True)
 class BuildBlame:
     """A backend that failed on a good apply, built again on the unpatched target."""
 
@@ -62,10 +55,10 @@ class NightlyReport:
     apply: ApplyReport
     locked_commit: str | None  # the lock before the night
     findings: tuple[Finding, ...] = ()
-    refreshed: tuple[RefreshEntry, ...] = ()
+    refreshed: tuple[Refreshed, ...] = ()
     lock_moved: bool = False
     build_blame: tuple[BuildBlame, ...] = ()
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()  # the night's own; the apply's are in `apply`
     passed: bool = field(init=False)  # a field, so the JSON report carries it
 
     def __post_init__(self) -> None:
@@ -86,19 +79,14 @@ def run_nightly(project: Project, options: NightlyOptions, hooks: Hooks = Hooks(
     lock = project.lock()
     mirror = Mirror.open(project, options.upstream)
     locked = lock.upstream_commit if lock and lock.upstream_url == mirror.url else None
-    warnings: list[str] = []
-
-    def warn(message: str) -> None:
-        warnings.append(message)
-        if hooks.warn:
-            hooks.warn(message)
+    warnings, warn = collect_warnings(hooks)
 
     # The apply's pin guard runs before any work; the lock itself is written here, once, after
     # the refreshed patches, so an interruption never leaves a lock naming other patch bytes.
     applied = run_apply(project, ApplyOptions(
         spec=options.spec, upstream=options.upstream, fetch=options.fetch, fuzz=options.fuzz,
         output=options.output, force=options.force, check=True, build=options.build,
-        guard_pin=options.update_lock, allow_rewind=options.allow_rewind), replace(hooks, warn=warn))
+        allow_rewind=options.allow_rewind), hooks, queue=queue, guard_pin=options.update_lock)
     report = NightlyReport(applied, locked)
     if report.fuzzed:
         warn(f"not refreshed, lock not moved: {', '.join(report.fuzzed)} needed fuzz")
@@ -112,8 +100,8 @@ def run_nightly(project: Project, options: NightlyOptions, hooks: Hooks = Hooks(
         with mirror.locked():
             findings = tuple(bisect_queue(mirror, project, queue.patches, locked, applied.upstream_commit,
                                           applied.patches, applied.checks, progress=hooks.progress))
-    blame = _blame_builds(project, mirror, applied, hooks) if applied.builds is not None and \
-        all(p.good for p in applied.patches) else ()
+    blame = _blame_builds(project, mirror, applied.upstream_commit, applied.builds, hooks) \
+        if applied.builds is not None and all(p.good for p in applied.patches) else ()
     return replace(report, findings=findings, build_blame=blame, warnings=tuple(warnings))
 
 
@@ -134,28 +122,25 @@ def _refresh(project: Project, mirror: Mirror, queue: Queue, report: NightlyRepo
         moved = lock != project.lock()
         if moved:
             lock.write(project.lock_path)
-    return replace(report, refreshed=tuple(_entry(r) for r in refreshed), lock_moved=moved)
+    return replace(report, refreshed=tuple(refreshed), lock_moved=moved)
 
 
-def _entry(r: Refreshed) -> RefreshEntry:
-    return RefreshEntry(r.name, r.change.value, r.old_sha256, r.new_sha256, r.content_diff)
-
-
-def _blame_builds(project: Project, mirror: Mirror, applied: ApplyReport, hooks: Hooks) -> tuple[BuildBlame, ...]:
+def _blame_builds(project: Project, mirror: Mirror, upstream_commit: str, builds: BuildReport,
+                  hooks: Hooks) -> tuple[BuildBlame, ...]:
     """Build each failed backend again on the unpatched target with the same recipe (ccache makes
     it cheap): failing there too is upstream's fault, else the queue's."""
     from patchkit.backends import Status, run_builds
     from patchkit.backends.recipe import default_recipes_dir, load_recipes, select
 
-    failed = [r.backend for r in applied.builds.results if r.status is Status.FAILED]
+    failed = [r.backend for r in builds.results if r.status is Status.FAILED]
     if not failed:
         return ()
     recipes = select(load_recipes(default_recipes_dir(project)), failed)
     with tempfile.TemporaryDirectory(prefix="patchkit-unpatched-") as tmp:
         tree = Path(tmp) / "llama.cpp"
         git.run(["clone", "--quiet", "--local", "--no-checkout", "--", str(mirror.path), str(tree)])
-        git.run(["checkout", "--quiet", "--detach", applied.upstream_commit], cwd=tree)
-        plain = run_builds(tree, recipes, build_dir=tree / "build", upstream_commit=applied.upstream_commit,
+        git.run(["checkout", "--quiet", "--detach", upstream_commit], cwd=tree)
+        plain = run_builds(tree, recipes, build_dir=tree / "build", upstream_commit=upstream_commit,
                            progress=hooks.build_progress)
     blame = []
     for result in plain.results:

@@ -27,6 +27,7 @@ from patchkit.patchfile import diff as patch_diff
 from patchkit.patchfile import trailers
 from patchkit.patchfile.diff import HUNK_HEADER, Part
 from patchkit.patchfile.format_patch import format_commit, join
+from patchkit.plain import NOT_IN_JSON
 from patchkit.project import Project
 from patchkit.queue import Queue
 from patchkit.upstream import Mirror
@@ -46,11 +47,13 @@ class Change(str, enum.Enum):
 
 @dataclass(frozen=True)
 class Refreshed:
+    """What a refresh did to one patch file, with its new bytes (which no JSON report carries)."""
+
     name: str  # file name as listed in series
     change: Change
     old_sha256: str
     new_sha256: str
-    data: bytes = field(repr=False)  # the new patch file
+    data: bytes = field(repr=False, metadata=NOT_IN_JSON)  # the new patch file
     content_diff: str = ""  # CONTENT: a unified diff of the +/- lines (range-diff-like)
 
 

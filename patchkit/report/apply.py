@@ -80,8 +80,7 @@ def render_terminal(report, console) -> None:
         from patchkit.report.smoke import render_terminal as render_smoke
 
         render_smoke(report.smoke, console)
-    for warning in report.warnings:
-        console.print(f"[yellow]warning:[/] {warning}")
+    # report.warnings: each was said on stderr as it happened, the terminal's one copy
     style = "green" if report.passed else "red"
     console.print(f"[{style}]{summary_line(report)}[/]")
 

@@ -25,7 +25,7 @@ def summary_line(report) -> str:
     bad = [p.name for p in a.patches if not p.good]
     why = [f"{len(bad)} of {len(a.patches)} patches not good"] if bad else []
     why += ["checks failed"] if a.checks is not None and not a.checks.passed else []
-    why += ["builds failed"] if a.builds is not None and a.builds.exit_code() else []
+    why += ["builds failed"] if a.builds is not None and a.builds.exit_code else []
     why += ["smoke failed"] if a.smoke is not None and not a.smoke.passed else []
     why += [f"fuzzed (never refreshed or locked): {', '.join(report.fuzzed)}"] if report.fuzzed else []
     return f"nightly: NEEDS ATTENTION on {a.upstream_commit[:12]} ({a.ref}): " + "; ".join(why)
@@ -44,8 +44,7 @@ def render_terminal(report, console) -> None:
             console.print(f"refreshed {r.name}: {r.change}", markup=False)
             if r.content_diff:
                 console.print(r.content_diff.rstrip(), markup=False)
-    for w in report.warnings:
-        console.print(f"[yellow]warning:[/] {w}")
+    # report.warnings: each was said on stderr as it happened, the terminal's one copy
     console.print(f"[{'green' if report.passed else 'red'}]{summary_line(report)}[/]")
 
 

@@ -54,8 +54,7 @@ def to_json(report) -> str:
     return envelope("verify", {
         "upstream_url": report.upstream_url,
         "upstream_commit": report.upstream_commit,
-        "patches": [{"name": r.name, "change": r.change.value, "old_sha256": r.old_sha256,
-                     "new_sha256": r.new_sha256, "content_diff": r.content_diff} for r in report.refreshed],
+        "patches": plain(report.refreshed),
         "files": plain(report.files),
         "lock": plain(report.lock),
         "output_dir": str(report.output_dir) if report.output_dir else None,

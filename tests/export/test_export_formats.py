@@ -19,10 +19,11 @@ import pytest
 
 from conftest import apply, write_project
 from export_helpers import checkout, commit_trees, git_am, run, tool, tree_id
-from patchkit.apply import Verdict
+from patchkit.apply import Verdict, apply_queue
 from patchkit.export.formats import Format
 from patchkit.export.run import ExportOptions, ExportReport, run_export
 from patchkit.project import Project
+from patchkit.queue import Queue
 from patchkit.upstream import Mirror
 
 SCENARIOS = {"offset": "master", "merged": "scenario/merged"}
@@ -44,15 +45,21 @@ def exports(tmp_path_factory, upstream):
     project = Project.load(write_project(root / "fork", str(upstream.path)))
     assert [h.verdict for h in apply(project, "master").patches[0].hunks] == [Verdict.OFFSET] * 6
     assert apply(project, "b1000").bases_recorded == 1
-    merged = apply(project, "scenario/merged", record=False).patches[0]
-    assert merged.verdict is Verdict.MERGED and Verdict.MERGED in [h.verdict for h in merged.hunks]
+    mirror = Mirror.open(project)
     done, trees = {}, {}
     for scenario, ref in SCENARIOS.items():
         for fmt in Format:
             out = root / scenario / fmt.value
             done[scenario, fmt] = run_export(project, ExportOptions(fmt, out, f"upstream@{ref}")), out
         report, _ = done[scenario, Format.MBOX]
-        trees[scenario] = commit_trees(Mirror.open(project).path, [p.commit for p in report.patches])
+        # The export left its commits nowhere: the same queue on the same commit gives the same ones.
+        revision = mirror.resolve(f"upstream@{ref}", fetch=False)
+        with apply_queue(mirror, revision, Queue.load(project).patches) as applied:
+            assert [p.commit for p in applied.patches] == [p.commit for p in report.patches]
+            trees[scenario] = commit_trees(applied.repo, [p.commit for p in applied.patches])
+            if scenario == "merged":
+                (merged,) = applied.patches
+                assert merged.verdict is Verdict.MERGED and Verdict.MERGED in [h.verdict for h in merged.hunks]
     return Exports(done, trees)
 
 

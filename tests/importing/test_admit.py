@@ -68,9 +68,6 @@ def test_a_dry_run_reports_what_it_would_do_and_writes_nothing(tmp_path, work):
     assert series(project.root) == [SEED, DOCS, FLAGS]
 
 
-@pytest.mark.xfail(strict=True, reason="issue 15 item 3: import's trial runs record a result ref "
-                   "under refs/patchkit/results/ and its objects in the mirror for a queue never "
-                   "written; drop this marker when the apply core lands and this passes")
 def test_a_dry_run_leaves_the_mirrors_refs_and_objects_unchanged(tmp_path, work):
     repo, (docs, flags, _), project = work
     imported(project, patch_file(tmp_path, repo, docs, "docs.patch"), dry_run=True)  # fetches
