@@ -127,7 +127,8 @@ def _clone(path: Path, mirror: Mirror, tip: str) -> None:
     with atomic_folder(path) as staging:  # onto a missing or empty folder (check_output saw to that)
         # --local hardlinks the mirror's objects: seconds instead of minutes for llama.cpp.
         git.run(["clone", "--quiet", "--local", "--no-checkout", "--", str(mirror.path), str(staging)])
-        git.run(["remote", "set-url", "origin", mirror.url], cwd=staging)
+        # origin is where the objects came from (an --upstream override too): a `git fetch` there works.
+        git.run(["remote", "set-url", "origin", mirror.fetch_url], cwd=staging)
         # Until the first checkout ends, the clone's empty work tree is patchkit's half-done work.
         atomic_write(staging / ".git" / _MARKER, f"{tip}\n".encode())
         testpoint.pause("clone")

@@ -8,7 +8,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import yaml
 
@@ -25,6 +25,9 @@ DEFAULT_BRANCH = "master"
 DEFAULT_OUTPUT = "llama.cpp"
 
 _OBJECT_ID = re.compile(r"^[0-9a-f]{40}$")
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_LOCK_HINT = ("restore it from git (`git checkout -- patchkit.lock`), or remove it and run "
+              "`patchkit apply upstream@REF --update-lock` on a good commit")
 _TOP_KEYS = {"upstream", "patches", "recipes", "cache", "output", "checks"}
 _UPSTREAM_KEYS = {"url", "branch"}
 
@@ -47,20 +50,51 @@ class Lock:
 
     @classmethod
     def read(cls, path: Path) -> Lock | None:
-        if not path.exists():
-            return None
+        """The lock at PATH, None when there is none; anything malformed is refused in one line
+        naming the file and the field, before any command relies on it."""
         try:
-            data = json.loads(path.read_text())
-            lock = cls(upstream_url=data["upstream"]["url"],
-                       upstream_commit=data["upstream"]["commit"],
-                       patches=dict(data["patches"]), tree=data["tree"],
-                       tool_version=data.get("tool-version", ""))
-            if not (_OBJECT_ID.match(lock.upstream_commit) and _OBJECT_ID.match(lock.tree)):
-                raise ValueError("upstream.commit and tree must be full object ids")
-        except (ValueError, KeyError, TypeError) as exc:
-            raise PatchkitError(f"{path}: not a valid lock file ({exc})",
-                                "restore it from git or rerun `patchkit apply --update-lock`") from None
-        return lock
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise PatchkitError(f"{path}: cannot read it ({exc.strerror})", _LOCK_HINT) from None
+        try:
+            fields = json.loads(_utf8(path, data, _LOCK_HINT))
+        except ValueError as exc:
+            raise PatchkitError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})", _LOCK_HINT) from None
+
+        def invalid(name: str, expected: str, value: Any) -> PatchkitError:
+            return PatchkitError(f"{path}: not a valid lock file: {name} must be {expected}, not {_shown(value)}",
+                                 _LOCK_HINT)
+
+        def field(container: dict[str, Any], key: str, name: str, valid: Callable[[Any], bool],
+                  expected: str) -> Any:
+            if key not in container:
+                raise PatchkitError(f"{path}: not a valid lock file: {name} is missing", _LOCK_HINT)
+            if not valid(container[key]):
+                raise invalid(name, expected, container[key])
+            return container[key]
+
+        def is_object(value: Any) -> bool:
+            return isinstance(value, dict)
+
+        def object_id(value: Any) -> bool:
+            return isinstance(value, str) and bool(_OBJECT_ID.match(value))
+
+        if not is_object(fields):
+            raise invalid("it", "a JSON object", fields)
+        upstream = field(fields, "upstream", "upstream", is_object, "an object with url and commit")
+        url = field(upstream, "url", "upstream.url", lambda v: isinstance(v, str) and bool(v), "a non-empty string")
+        commit = field(upstream, "commit", "upstream.commit", object_id, "a full commit id (40 hex digits)")
+        patches = field(fields, "patches", "patches", is_object, "an object of patch name to sha256")
+        for name, sha256 in patches.items():
+            if not (isinstance(sha256, str) and _SHA256.match(sha256)):
+                raise invalid(f"patches[{json.dumps(name)}]", "a sha256 (64 hex digits)", sha256)
+        tree = field(fields, "tree", "tree", object_id, "a full tree id (40 hex digits)")
+        version = fields.get("tool-version", "")  # a lock older than the field has none
+        if not isinstance(version, str):
+            raise invalid("tool-version", "a string", version)
+        return cls(url, commit, dict(patches), tree, version)
 
     def write(self, path: Path) -> None:
         data = {"upstream": {"url": self.upstream_url, "commit": self.upstream_commit},
@@ -173,17 +207,31 @@ def read_yaml(path: Path) -> Any:
     """A YAML file's data; a read, encoding or syntax error is one line naming the file (and line)."""
     try:
         data = path.read_bytes()
-        return yaml.safe_load(data.decode("utf-8"))
     except OSError as exc:
         raise PatchkitError(f"{path}: cannot read it ({exc.strerror})") from None
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise PatchkitError(f"{path}:{line}: not UTF-8 (byte {exc.start} is 0x{data[exc.start]:02x})",
-                            "save the file as UTF-8") from None
+    try:
+        return yaml.safe_load(_utf8(path, data, "save the file as UTF-8"))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f":{mark.line + 1}" if mark else ""
         raise PatchkitError(f"{path}{where}: not valid YAML", "fix the syntax") from None
+
+
+def _utf8(path: Path, data: bytes, hint: str) -> str:
+    """DATA, read from PATH, as text; bytes that are not UTF-8 are one line naming the line and byte."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise PatchkitError(f"{path}:{line}: not UTF-8 (byte {exc.start} is 0x{data[exc.start]:02x})", hint) from None
+
+
+def _shown(value: Any) -> str:
+    """A JSON value as an error message names it: scalars as written, containers by kind."""
+    if isinstance(value, (list, dict)):
+        return "a list" if isinstance(value, list) else "an object"
+    text = json.dumps(value)
+    return text if len(text) <= 60 else f"{text[:57]}..."
 
 
 def _string(path: Path, data: dict[str, Any], key: str, default: str) -> str:

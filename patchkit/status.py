@@ -55,7 +55,7 @@ def _locked_version(project: Project, queue: Queue, lock: Lock | None) -> tuple[
         return None, None
     mirror = Mirror.open(project)
     if not mirror.exists:
-        return None, f"no version: there is no mirror of {mirror.url} yet; run `patchkit apply upstream@locked`"
+        return None, f"no version: there is no mirror of {mirror.fetch_url} yet; run `patchkit apply upstream@locked`"
     try:
         build = build_number(mirror, lock.upstream_commit)
     except PatchkitError:

@@ -49,22 +49,30 @@ def parse_spec(spec: str) -> str:
 
 
 class Mirror:
-    def __init__(self, path: Path, url: str, branch: str, lock_commit: str | None) -> None:
+    """The mirror of the configured upstream URL, fetched from FETCH_URL (`--upstream`, else that
+    URL). `url` is what the lock and the reports record and what the lock's commit belongs to; an
+    override only changes where the objects come from, and gets a mirror of its own so that two
+    repositories' refs never mix."""
+
+    def __init__(self, path: Path, url: str, branch: str, lock_commit: str | None,
+                 fetch_url: str | None = None) -> None:
         self.path = path
         self.url = url
+        self.fetch_url = fetch_url or url
         self.branch = branch
         self._lock_commit = lock_commit
 
     @classmethod
     def open(cls, project: Project, url_override: str | None = None) -> Mirror:
-        url = normalise_url(url_override) if url_override else absolute_location(project.upstream_url, project.root)
+        url = absolute_location(project.upstream_url, project.root)
+        fetch_url = normalise_url(url_override) if url_override else url
         lock = project.lock()
-        key = hashlib.sha256(url.encode()).hexdigest()[:12]
-        slug = re.sub(r"[^A-Za-z0-9]+", "-", url.rstrip("/").rsplit("/", 1)[-1]).strip("-")
+        key = hashlib.sha256(fetch_url.encode()).hexdigest()[:12]
+        slug = re.sub(r"[^A-Za-z0-9]+", "-", fetch_url.rstrip("/").rsplit("/", 1)[-1]).strip("-")
         path = project.cache_dir / "mirrors" / f"{slug or 'upstream'}-{key}"
         git.validate_ref(project.upstream_branch, "upstream branch")
         return cls(path, url, project.upstream_branch,
-                   lock.upstream_commit if lock and lock.upstream_url == url else None)
+                   lock.upstream_commit if lock and lock.upstream_url == url else None, fetch_url)
 
     @property
     def exists(self) -> bool:
@@ -104,19 +112,19 @@ class Mirror:
             self._fetch_into(tmp, progress)
 
     def _fetch_into(self, repo: Path, progress: Progress | None) -> None:
-        args = ["fetch", "--progress", "--prune", "--no-write-fetch-head", "--", self.url, *_FETCH_REFSPECS]
+        args = ["fetch", "--progress", "--prune", "--no-write-fetch-head", "--", self.fetch_url, *_FETCH_REFSPECS]
         try:
             for line in git.stream_stderr(args, cwd=repo):
                 if progress:
-                    progress(f"fetching {self.url}: {line}")
+                    progress(f"fetching {self.fetch_url}: {line}")
         except git.GitFailed as exc:
             if progress:  # the mirror's copy may be used instead: that is not a fetch still running
-                progress(f"could not fetch {self.url}")
+                progress(f"could not fetch {self.fetch_url}")
             raise EnvironmentProblem(
-                f"cannot fetch upstream {self.url}: {exc.summary}",
+                f"cannot fetch upstream {self.fetch_url}: {exc.summary}",
                 "check the network, or use --upstream with a local mirror (a path or file:// URL)") from None
         if progress:  # the fetch's last line must not stand for the work that follows it
-            progress(f"fetched {self.url}")
+            progress(f"fetched {self.fetch_url}")
 
     def resolve(self, spec: str, *, fetch: bool = True, progress: Progress | None = None,
                 warn: Callable[[str], None] | None = None) -> Revision:
@@ -126,9 +134,9 @@ class Mirror:
                 self.fetch(progress)
             except EnvironmentProblem as exc:
                 commit = self._lookup(ref) if self.exists else None
-                local = self.url.removeprefix("file://")
+                local = self.fetch_url.removeprefix("file://")
                 if commit is None and not git.is_url(local) and not Path(local).exists():
-                    raise PatchkitError(f"upstream {self.url}: no such path",
+                    raise PatchkitError(f"upstream {self.fetch_url}: no such path",
                                         "fix upstream.url in patchkit.yaml, or use --upstream with "
                                         "an existing repository path or a URL") from None
                 if commit is None:
@@ -136,8 +144,13 @@ class Mirror:
                 if warn:
                     warn(f"{exc.message}; using the mirror's copy of {ref}")
         elif not self.exists:
-            raise EnvironmentProblem(f"no mirror of {self.url} yet", "run once without --no-fetch")
+            raise EnvironmentProblem(f"no mirror of {self.fetch_url} yet", "run once without --no-fetch")
         commit = self._lookup(ref)
+        if commit is None and _SUFFIX.sub("", ref) == "locked" and self._lookup("locked") is None:
+            # The lock names a commit this mirror never got: not a ref the user mistyped.
+            raise PatchkitError(f"upstream@locked: the locked commit {self._lock_commit[:12]} is not in the "
+                                f"mirror of {self.fetch_url}",
+                                "fetch from an upstream that has it, or name another upstream ref")
         if commit is None:
             raise PatchkitError(f"unknown upstream ref {ref!r}{self._suggest(ref)}",
                                 "name a branch, a tag (b7421, v0.7.0), a commit id, HEAD or locked, "

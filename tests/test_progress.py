@@ -104,8 +104,8 @@ def test_the_fetch_names_itself_and_says_when_it_is_over(project):
     mirror = Mirror.open(project)
     with mirror.locked():
         mirror.fetch(said.append)
-    assert said[-1] == f"fetched {mirror.url}"  # what follows is not a fetch still running
-    assert said[:-1] and all(line.startswith(f"fetching {mirror.url}: ") for line in said[:-1]), said
+    assert said[-1] == f"fetched {mirror.fetch_url}"  # what follows is not a fetch still running
+    assert said[:-1] and all(line.startswith(f"fetching {mirror.fetch_url}: ") for line in said[:-1]), said
 
 
 def test_a_failed_fetch_says_it_is_over_too(project, tmp_path):
@@ -117,4 +117,4 @@ def test_a_failed_fetch_says_it_is_over_too(project, tmp_path):
     mirror = Mirror.open(project, str(tmp_path / "not-a-repository"))
     with mirror.locked(), pytest.raises(EnvironmentProblem):
         mirror.fetch(said.append)
-    assert said[-1] == f"could not fetch {mirror.url}"  # not git's "fatal: ...", read as fetching
+    assert said[-1] == f"could not fetch {mirror.fetch_url}"  # not git's "fatal: ...", read as fetching
