@@ -60,7 +60,7 @@ class Mirror:
         self.url = url
         self.fetch_url = fetch_url or url
         self.branch = branch
-        self._lock_commit = lock_commit
+        self.locked_commit = lock_commit  # the lock's commit, when the lock is of this upstream
 
     @classmethod
     def open(cls, project: Project, url_override: str | None = None) -> Mirror:
@@ -148,7 +148,7 @@ class Mirror:
         commit = self._lookup(ref)
         if commit is None and _SUFFIX.sub("", ref) == "locked" and self._lookup("locked") is None:
             # The lock names a commit this mirror never got: not a ref the user mistyped.
-            raise PatchkitError(f"upstream@locked: the locked commit {self._lock_commit[:12]} is not in the "
+            raise PatchkitError(f"upstream@locked: the locked commit {self.locked_commit[:12]} is not in the "
                                 f"mirror of {self.fetch_url}",
                                 "fetch from an upstream that has it, or name another upstream ref")
         if commit is None:
@@ -169,10 +169,10 @@ class Mirror:
         suffix = _SUFFIX.search(ref)
         name, rest = (ref[:suffix.start()], suffix.group()) if suffix else (ref, "")
         if name == "locked":
-            if not self._lock_commit:
+            if not self.locked_commit:
                 raise PatchkitError(f"upstream@locked: patchkit.lock has no commit for {self.url}",
                                     "run `patchkit apply upstream@HEAD --update-lock` first")
-            candidates = [self._lock_commit]
+            candidates = [self.locked_commit]
         elif name == "HEAD":
             candidates = [f"refs/heads/{self.branch}"]
         else:
@@ -209,7 +209,7 @@ class Mirror:
     def guard_pin(self, commit: str) -> None:
         """The lock never moves backwards, nor to a commit that does not contain the locked one:
         a lock is a promise that everything up to it was carried."""
-        locked = self._lock_commit
+        locked = self.locked_commit
         if locked is None or locked == commit:
             return
         try:

@@ -96,3 +96,19 @@ def test_a_well_formed_lock_reads_back(tmp_path):
     assert json.loads((tmp_path / "again.lock").read_text()) == GOOD
     path.write_text(_without("tool-version"))
     assert Lock.read(path).tool_version == ""  # a lock older than the field
+
+
+@pytest.mark.parametrize("command", [["verify", "--no-fetch"], ["export", "quilt", "out", "--no-fetch"],
+                                     ["dist", "-o", "x.tar", "--no-fetch"]])
+def test_a_locked_commit_the_mirror_lacks_is_named_as_the_locks(tmp_path, upstream, command):
+    # The user named no ref: "unknown upstream ref '1111…'" would send them looking for a typo.
+    root = write_project(tmp_path / "fork", str(upstream.path))
+    assert run_cli("apply", "upstream@HEAD", "--update-lock", cwd=root).returncode == 0
+    lock = json.loads((root / "patchkit.lock").read_text())
+    lock["upstream"]["commit"] = "1" * 40
+    (root / "patchkit.lock").write_text(json.dumps(lock))
+    done = run_cli(*command, cwd=root)
+    assert done.returncode == 2, done.stderr
+    assert f"the locked commit {'1' * 12} is not in the mirror of {upstream.path}" in done.stderr
+    assert "unknown upstream ref" not in done.stderr and done.stderr.count("\n") == 1
+    assert not (root / "out").exists() and not (root / "x.tar").exists()

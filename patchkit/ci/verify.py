@@ -78,8 +78,7 @@ def verify_queue(project: Project, lock: Lock, options: VerifyOptions, hooks: Ho
     mirror = Mirror.open(project, options.upstream)
     warnings, warn = collect_warnings(hooks)
     with mirror.locked():  # only to fetch: what follows reads the mirror and writes nothing into it
-        # By id, not `upstream@locked`: that one only resolves when --upstream names the lock's URL.
-        revision = resolve(mirror, f"upstream@{lock.upstream_commit}", options.fetch, hooks, warn)
+        revision = resolve(mirror, "upstream@locked", options.fetch, hooks, warn)
     refreshed: tuple[Refreshed, ...] = ()
     files: list[FileDrift] = []
     lock_drift: list[LockDrift] = []

@@ -63,7 +63,7 @@ def import_command(
       patchkit import --repair copied-from-a-web-page.txt --author "Mike Lothian <mike@fireburn.co.uk>"
     """
     from patchkit.errors import PatchkitError
-    from patchkit.importing.admit import ImportOptions, run_import
+    from patchkit.importing.run import ImportOptions, run_import
     from patchkit.project import Project
     from patchkit.report import importing as render
     from patchkit.hooks import Hooks

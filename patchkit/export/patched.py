@@ -58,7 +58,7 @@ def patched_queue(project: Project, spec: str = "upstream@locked", upstream: str
                   fetch: bool = True, hooks: Hooks = Hooks()) -> Iterator[PatchedQueue]:
     """The queue applied at SPEC (default: the locked commit); refused unless every patch is good,
     unfuzzed and passes its site checks there."""
-    spec = _by_id(project, spec)
+    _require_lock(project, spec)
     queue = Queue.load(project)
     mirror = Mirror.open(project, upstream)
     with mirror.locked():  # only to fetch: the rest reads the mirror and writes nothing into it
@@ -84,16 +84,12 @@ def _show(mirror: Mirror, commit: str, fmt: str) -> str:
     return git.run(["show", "-s", f"--format={fmt}", commit, "--"], cwd=mirror.path)
 
 
-def _by_id(project: Project, spec: str) -> str:
-    """`upstream@locked` by the lock's commit id: that way it resolves with --upstream too."""
-    if parse_spec(spec) != "locked":
-        return spec
-    lock = project.lock()
-    if lock is None:
+def _require_lock(project: Project, spec: str) -> None:
+    """`upstream@locked` needs a lock: say so in export's and dist's words."""
+    if parse_spec(spec) == "locked" and project.lock() is None:
         raise PatchkitError(f"{project.lock_path} does not exist, so there is no locked commit",
                             "run `patchkit apply upstream@HEAD --update-lock`, or name an upstream commit "
                             "(`export --at upstream@REF`, `dist upstream@REF`)")
-    return f"upstream@{lock.upstream_commit}"
 
 
 def _require_good(report: ApplyReport) -> None:

@@ -76,9 +76,8 @@ class NightlyReport:
 
 def run_nightly(project: Project, options: NightlyOptions, hooks: Hooks = Hooks()) -> NightlyReport:
     queue = Queue.load(project)
-    lock = project.lock()
     mirror = Mirror.open(project, options.upstream)
-    locked = lock.upstream_commit if lock and lock.upstream_url == mirror.url else None
+    locked = mirror.locked_commit
     warnings, warn = collect_warnings(hooks)
 
     # The apply's pin guard runs before any work; the lock itself is written here, once, after

@@ -10,7 +10,7 @@ import pytest
 from patchkit.errors import PatchkitError
 from patchkit.importing import sources
 from patch_samples import README_DIFF as DIFF, message
-from patchkit.importing.admit import check_name, slug
+from patchkit.importing.run import check_name, slug
 
 def test_a_cover_letter_is_left_out_with_a_warning(tmp_path):
     cover = ("From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\nFrom: Ada <ada@example.org>\n"

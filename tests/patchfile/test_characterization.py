@@ -17,7 +17,7 @@ from patchkit import git
 from patchkit.errors import PatchkitError
 from patchkit.export.formats import Format
 from patchkit.export.run import ExportOptions, run_export
-from patchkit.importing import admit, mail, sources
+from patchkit.importing import mail, run, sources
 from patchkit.nightly import refresh
 from patchkit.patchfile import diff as patch_diff
 from patchkit.patchfile import trailers
@@ -46,7 +46,7 @@ def failing_line(diff: str) -> int:
 def change_key(tmp_path: Path, text: str) -> str:
     path = tmp_path / "key.patch"
     path.write_text(text)
-    return admit.change_key(path.read_bytes(), read_patch(path))
+    return run.change_key(path.read_bytes(), read_patch(path))
 
 
 def read(tmp_path: Path, text: str):

@@ -1,5 +1,6 @@
-"""`patchkit import` end to end: gather, (repair,) parse, name, check against the queue, apply in
-a scratch folder at `--at`, and only then write: the new patch files, then `patches/series`.
+"""`patchkit import` end to end: gather, (repair,) parse, name, check against the queue, apply at
+`--at` (the apply core: nothing recorded in the mirror), and only then write: the new patch files,
+then `patches/series`.
 
 Everything that can refuse happens before the first byte is written, so a refused import leaves
 `patches/` exactly as it was. Bad input (malformed, a duplicate, an unknown --after) is exit 2; a
@@ -242,8 +243,7 @@ def run_import(project: Project, options: ImportOptions, hooks: Hooks = Hooks())
 
 def default_spec(project: Project, mirror: Mirror) -> str:
     """upstream@locked when patchkit.lock holds a commit of this upstream, else upstream@HEAD."""
-    lock = project.lock()
-    return "upstream@locked" if lock is not None and lock.upstream_url == mirror.url else "upstream@HEAD"
+    return "upstream@locked" if mirror.locked_commit else "upstream@HEAD"
 
 
 def _resolve(project: Project, mirror: Mirror, options: ImportOptions, hooks: Hooks,

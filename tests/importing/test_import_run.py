@@ -1,4 +1,4 @@
-"""importing/admit.py through run_import: a dry run writes nothing; a duplicate, by name or by
+"""importing/run.py through run_import: a dry run writes nothing; a duplicate, by name or by
 content, is refused before any work; --after places the entries and keeps the series' other
 lines; a new patch that breaks a patch of the queue that was good at --at is refused."""
 
@@ -14,7 +14,7 @@ from import_helpers import AT, CHANGES, commit_change, format_patch, git, patche
 from patchkit.apply import Verdict
 from patchkit.errors import PatchkitError
 from patchkit.fixture import SERVER_CONTEXT
-from patchkit.importing.admit import ImportOptions, run_import
+from patchkit.importing.run import ImportOptions, run_import
 from patchkit.project import Project
 
 SEED = seed_patch_path().name
