@@ -17,3 +17,16 @@ class Hooks:
     progress: Callable[[str], None] | None = None
     warn: Callable[[str], None] | None = None
     build_progress: Any = None
+
+
+def collect_warnings(hooks: Hooks) -> tuple[list[str], Callable[[str], None]]:
+    """A list for a report's warnings, and the function that adds one and says it as it happens
+    (the terminal's one copy: the renderers of files and JSON show the list, the terminal's not)."""
+    warnings: list[str] = []
+
+    def warn(message: str) -> None:
+        warnings.append(message)
+        if hooks.warn:
+            hooks.warn(message)
+
+    return warnings, warn

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
 
 from patchkit import __version__, git, refs, testpoint
 from patchkit.apply import AppliedQueue, PatchResult, Verdict, apply_queue
-from patchkit.hooks import Hooks
+from patchkit.hooks import Hooks, collect_warnings
 from patchkit.output import check_out, check_output
 from patchkit.plain import plain
 from patchkit.project import Lock, Project
@@ -72,19 +72,6 @@ class ApplyReport:
     @property
     def exit_code(self) -> int:
         return 0 if self.passed else 1
-
-
-def collect_warnings(hooks: Hooks) -> tuple[list[str], Callable[[str], None]]:
-    """A list for a report's warnings, and the function that adds one and says it as it happens
-    (the terminal's one copy: the renderers of files and JSON show the list, the terminal's not)."""
-    warnings: list[str] = []
-
-    def warn(message: str) -> None:
-        warnings.append(message)
-        if hooks.warn:
-            hooks.warn(message)
-
-    return warnings, warn
 
 
 def resolve(mirror: Mirror, spec: str, fetch: bool, hooks: Hooks,

@@ -13,8 +13,8 @@ from patchkit.nightly.refresh import Change, Refreshed, refresh_queue
 from patchkit.project import LOCK_NAME, Lock, Project
 from patchkit.queue import Queue
 from patchkit.upstream import Mirror
-from patchkit.hooks import Hooks
-from patchkit.pipeline import ApplyReport, applied_at, collect_warnings, resolve
+from patchkit.hooks import Hooks, collect_warnings
+from patchkit.pipeline import ApplyReport, applied_at, resolve
 
 
 @dataclass(frozen=True)

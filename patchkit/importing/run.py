@@ -24,7 +24,7 @@ from patchkit.apply import HunkVerdict, PatchResult, Verdict, apply_queue
 from patchkit.errors import PatchkitError
 from patchkit.fileio import atomic_write
 from patchkit.git import validate_repo_path
-from patchkit.hooks import Hooks
+from patchkit.hooks import Hooks, collect_warnings
 from patchkit.importing import mail, sources
 from patchkit.importing.repair import HunkRepair, Repaired, repair
 from patchkit.importing.sources import PatchText
@@ -136,13 +136,7 @@ class _Incoming:
 
 
 def run_import(project: Project, options: ImportOptions, hooks: Hooks = Hooks()) -> ImportReport:
-    warnings: list[str] = []
-
-    def warn(message: str) -> None:
-        warnings.append(message)
-        if hooks.warn:
-            hooks.warn(message)
-
+    warnings, warn = collect_warnings(hooks)
     # -- what can be checked from the command line and the queue alone -----------------------
     author = mail.parse_author(options.author) if options.author else None
     name = check_name(options.name) if options.name is not None else None

@@ -20,8 +20,8 @@ from patchkit.nightly.refresh import Refreshed, refresh_queue, rekey_bases, writ
 from patchkit.project import Lock, Project
 from patchkit.queue import Queue
 from patchkit.upstream import Mirror
-from patchkit.hooks import Hooks
-from patchkit.pipeline import ApplyOptions, ApplyReport, collect_warnings, run_apply
+from patchkit.hooks import Hooks, collect_warnings
+from patchkit.pipeline import ApplyOptions, ApplyReport, run_apply
 
 if TYPE_CHECKING:
     from patchkit.backends import BuildReport
