@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from patchkit.nightly.refresh import Change
 from patchkit.report import JUnitCase, junit_xml, md_table
 from patchkit.report import apply as render_apply
 
@@ -19,7 +20,7 @@ def finding_line(f) -> str:
 def summary_line(report) -> str:
     a = report.apply
     if report.passed:
-        changed = sum(r.change != "unchanged" for r in report.refreshed)
+        changed = sum(r.change is not Change.UNCHANGED for r in report.refreshed)
         return (f"nightly: {len(a.patches)} patch{'' if len(a.patches) == 1 else 'es'} good on {a.upstream_commit[:12]} ({a.ref}); "
                 f"{changed} refreshed; lock {'moved' if report.lock_moved else 'not moved'}")
     bad = [p.name for p in a.patches if not p.good]
@@ -40,8 +41,8 @@ def render_terminal(report, console) -> None:
     for b in report.build_blame:
         console.print(f"build {b.backend}: {b.fault}'s fault: {b.detail}", markup=False)
     for r in report.refreshed:
-        if r.change != "unchanged":
-            console.print(f"refreshed {r.name}: {r.change}", markup=False)
+        if r.change is not Change.UNCHANGED:
+            console.print(f"refreshed {r.name}: {r.change.value}", markup=False)
             if r.content_diff:
                 console.print(r.content_diff.rstrip(), markup=False)
     # report.warnings: each was said on stderr as it happened, the terminal's one copy
@@ -62,7 +63,7 @@ def to_markdown(report) -> str:
         parts += ["## Failed builds\n\n", md_table(["backend", "whose fault", "why"],
                                                     [[b.backend, b.fault, b.detail] for b in report.build_blame]), "\n"]
     if report.refreshed:
-        parts += ["## Refresh\n\n", md_table(["patch", "change"], [[f"`{r.name}`", r.change] for r in report.refreshed])]
+        parts += ["## Refresh\n\n", md_table(["patch", "change"], [[f"`{r.name}`", r.change.value] for r in report.refreshed])]
         parts += [f"\n### {r.name}\n\n```diff\n{r.content_diff.rstrip()}\n```\n" for r in report.refreshed
                   if r.content_diff]
         parts.append("\n")

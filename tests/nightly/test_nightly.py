@@ -34,6 +34,9 @@ def test_a_good_night_refreshes_the_patches_moves_the_lock_and_reports(project, 
     assert lock.upstream_commit == git.run(["rev-parse", "master"], cwd=upstream.path)
     assert lock.patches == {entry["name"]: entry["new_sha256"]}
     assert "# patchkit nightly: good" in summary.read_text()
+    # Each output names the change in the report's words.
+    assert f"refreshed {entry['name']}: format-only\n" in proc.stdout
+    assert f"| `{entry['name']}` | format-only |" in (tmp_path / "reports" / "report.md").read_text()
     cases = ET.parse(tmp_path / "reports" / "junit.xml").getroot().iter("testcase")
     assert [c.get("name") for c in cases if c.get("classname") == "patchkit.apply"] == [entry["name"]]
     # The refreshed queue applies as it is to the next upstream: nothing left to refresh.
