@@ -39,10 +39,21 @@ class LockDrift:
 
 
 @dataclass(frozen=True)
+class SeriesDrift:
+    """The lock and the series name different patches: one was edited without the other, so the lock
+    does not describe this queue, whether or not the queue applies."""
+    path: str  # the series file as the fork repository names it: patches/series
+    empty: bool  # the series lists no patch (the lock lists some)
+    not_in_series: tuple[str, ...]  # the lock lists them, the series does not (lock order)
+    not_in_lock: tuple[str, ...]  # the series lists them, the lock does not (series order)
+
+
+@dataclass(frozen=True)
 class VerifyReport:
     upstream_url: str
     upstream_commit: str  # the locked commit
     apply: ApplyReport  # the queue at the locked commit (read in a scratch repository, never checked out)
+    series: SeriesDrift | None  # None: the lock and the series list the same patches
     refreshed: tuple[Refreshed, ...]  # empty when a patch did not apply there
     files: tuple[FileDrift, ...]  # the patch files a refresh would change
     lock: tuple[LockDrift, ...]  # the lock fields a refresh would change (never the tool version)
@@ -50,8 +61,15 @@ class VerifyReport:
     passed: bool = field(init=False)
 
     def __post_init__(self) -> None:
-        """The queue applies at its locked commit, passes its checks, and refreshing changes nothing."""
-        object.__setattr__(self, "passed", self.apply.passed and not self.files and not self.lock)
+        """The lock lists the series' patches, the queue applies at its locked commit, passes its checks,
+        and refreshing changes nothing."""
+        object.__setattr__(self, "passed", self.series is None and self.apply.passed
+                           and not self.files and not self.lock)
+
+    @property
+    def applies(self) -> bool:
+        """Every patch applies at the locked commit (an empty queue does)."""
+        return all(p.good for p in self.apply.patches)
 
     @property
     def exit_code(self) -> int:
@@ -99,8 +117,18 @@ def verify_queue(project: Project, lock: Lock, options: VerifyOptions, hooks: Ho
             for patch, r in zip(queue.patches, refreshed):
                 atomic_write(options.output_dir / _relative(project, patch.path), r.data)
             regenerated.write(options.output_dir / LOCK_NAME)
-    return VerifyReport(applied.upstream_url, applied.upstream_commit, applied, refreshed, tuple(files),
-                        tuple(lock_drift), options.output_dir)
+    return VerifyReport(applied.upstream_url, applied.upstream_commit, applied, _series_drift(project, lock, queue),
+                        refreshed, tuple(files), tuple(lock_drift), options.output_dir)
+
+
+def _series_drift(project: Project, lock: Lock, queue: Queue) -> SeriesDrift | None:
+    """Known before anything is applied, so a queue that does not apply still names it."""
+    listed = [p.name for p in queue.patches]
+    not_in_series = tuple(n for n in lock.patches if n not in listed)
+    not_in_lock = tuple(n for n in listed if n not in lock.patches)
+    if not not_in_series and not not_in_lock:
+        return None
+    return SeriesDrift(_relative(project, queue.series_path), not listed, not_in_series, not_in_lock)
 
 
 def _lock_drift(old: Lock, new: Lock) -> list[LockDrift]:

@@ -23,8 +23,9 @@ def verify_command(
     markdown: Optional[str] = MarkdownOpt,
     junit: Optional[str] = JunitOpt,
 ) -> None:
-    """Fail (exit 1) when refreshing the queue at the locked commit would change any byte of
-    patches/ or the lock's commit, patch hashes or tree: the queue is stale or hand-edited.
+    """Fail (exit 1) when patchkit.lock and patches/series list different patches, or refreshing the
+    queue at the locked commit would change any byte of patches/ or the lock's commit, patch hashes
+    or tree: the queue is stale or hand-edited.
 
     Read-only: nothing is checked out or written into the mirror (the fetch aside), ./llama.cpp is not touched.
 

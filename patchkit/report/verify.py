@@ -13,7 +13,11 @@ _STYLE = {"unchanged": "green", "format-only": "yellow", "line-numbers-only": "y
 def summary_line(report) -> str:
     where = f"at the locked commit {report.upstream_commit[:12]}"
     parts = ([f"{len(report.files)} patch file(s)"] if report.files else []) + (["patchkit.lock"] if report.lock else [])
-    if not report.refreshed:
+    if report.series:  # the cause: the lock's drift and a patch that does not apply may follow from it
+        text = f"stale: patchkit.lock and {report.series.path} list different patches"
+        if not report.applies:
+            text += f", and the queue does not apply {where}"
+    elif not report.applies:
         text = f"stale: the queue does not apply {where}"
     elif parts:
         text = f"stale: refreshing the queue {where} changes {' and '.join(parts)}"
@@ -21,9 +25,21 @@ def summary_line(report) -> str:
         text = f"fresh {where}, but the site checks fail"
     else:
         text = f"fresh: refreshing the queue {where} changes nothing"
-    if report.output_dir and report.refreshed:
+    if report.output_dir and report.applies:  # written even for an empty queue
         text += f"; regenerated files in {report.output_dir}"
     return text
+
+
+def series_lines(report) -> list[str]:
+    """One line per patch the lock lists and the series does not, or the reverse."""
+    series = report.series
+    if series is None:
+        return []
+    if series.empty:
+        count = len(series.not_in_series)
+        return [f"{series.path} is empty, but patchkit.lock lists {count} patch{'' if count == 1 else 'es'}"]
+    return ([f"patchkit.lock lists {name}, {series.path} does not" for name in series.not_in_series]
+            + [f"{series.path} lists {name}, patchkit.lock does not" for name in series.not_in_lock])
 
 
 def lock_lines(report) -> list[str]:
@@ -45,7 +61,7 @@ def render_terminal(report, console) -> None:
         console.print(table)
     for f in report.files:
         console.print(f.diff, markup=False, highlight=False, end="")
-    for line in lock_lines(report):
+    for line in (*lock_lines(report), *series_lines(report)):
         console.print(line, markup=False, highlight=False)
     console.print(f"[{'green' if report.passed else 'red'}]{summary_line(report)}[/]")
 
@@ -54,6 +70,7 @@ def to_json(report) -> str:
     return envelope("verify", {
         "upstream_url": report.upstream_url,
         "upstream_commit": report.upstream_commit,
+        "series": plain(report.series),
         "patches": plain(report.refreshed),
         "files": plain(report.files),
         "lock": plain(report.lock),
@@ -75,7 +92,9 @@ def to_markdown(report) -> str:
         parts.append(f"\n## {f.path}\n\n```diff\n{f.diff}```\n")
     if report.lock:
         parts.append("\n## patchkit.lock\n\n" + md_table(
-            ["field", "committed", "regenerated"], [[d.field, f"`{d.old}`", f"`{d.new}`"] for d in report.lock]))
+            ["field", "committed", "regenerated"], [[d.field, *(f"`{v}`" if v else "-" for v in (d.old, d.new))] for d in report.lock]))
+    if report.series:
+        parts.append(f"\n## {report.series.path}\n\n" + "".join(f"- {line}\n" for line in series_lines(report)))
     parts.append(f"\n**{summary_line(report)}**\n")
     return "".join(parts)
 
@@ -89,6 +108,10 @@ def to_junit(report) -> str:
     cases.append(JUnitCase("patchkit.verify", "patchkit.lock",
                            failure="refreshing changes the lock" if report.lock else None,
                            details="\n".join(lock_lines(report))))
+    if report.series:
+        cases.append(JUnitCase("patchkit.verify", report.series.path,
+                               failure="patchkit.lock and the series list different patches",
+                               details="\n".join(series_lines(report))))
     if not report.apply.passed:
         cases += render_apply.junit_cases(report.apply)
     return junit_xml("patchkit verify", cases)
