@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from patchkit.cli.app import JsonOpt, NoFetchOpt, UpstreamOpt, app, console, emit, is_quiet, warn
+from patchkit.cli.app import JsonOpt, NoFetchOpt, UpstreamOpt, app, check_reports, console, emit, is_quiet, warn
 from patchkit.cli.progress import progress_display
 from patchkit.export.formats import Format
 
@@ -55,6 +55,7 @@ def export_command(
 
     parse_spec(at)  # a bad ref fails before any work
     project = Project.find()
+    check_reports(project, json_out)  # OUT: run_export checks it
     options = ExportOptions(fmt, out, at, upstream, not no_fetch, force)
     with progress_display(f"fetching {upstream or project.upstream_url}") as progress:
         report = run_export(project, options, Hooks(progress=progress, warn=warn))

@@ -9,7 +9,7 @@ from typing import List, Optional
 import typer
 
 from patchkit.cli.app import (AllowRewindOpt, JsonOpt, JunitOpt, MarkdownOpt, NoFetchOpt, UpstreamOpt, app,
-                              console, emit, is_quiet, warn)
+                              check_reports, console, emit, is_quiet, warn)
 from patchkit.cli.progress import build_progress, progress_display
 
 
@@ -55,7 +55,8 @@ def nightly_command(
 
     parse_spec(spec)
     project = Project.find()
-    where = Destinations.check(project, (report_dir or project.state_dir / "nightly").resolve(), github_issues)
+    places = check_reports(project, json_out, markdown, junit, checkout=output)
+    where = Destinations.check(project, report_dir or project.state_dir / "nightly", github_issues, places)
     options = NightlyOptions(spec=spec, upstream=upstream, fetch=not no_fetch, fuzz=fuzz,
                              output=output.resolve() if output else None, force=force, refresh=refresh,
                              update_lock=update_lock, allow_rewind=allow_rewind, build=tuple(build))
@@ -67,7 +68,7 @@ def nightly_command(
     rendered = Rendered(json=to_json("nightly", report), markdown=render.to_markdown(report),
                         junit=render.to_junit(report),
                         findings={f.patch: render.finding_line(f) for f in report.findings})
-    exit_code = publish(project, report, rendered, where, warn)
+    publish(project, report, rendered, where, warn)
     emit({json_out: lambda: rendered.json, markdown: lambda: rendered.markdown, junit: lambda: rendered.junit},
          lambda: render.render_terminal(report, console()) if not is_quiet() else print(render.summary_line(report)))
-    raise typer.Exit(exit_code)
+    raise typer.Exit(report.exit_code)
