@@ -68,7 +68,8 @@ def nightly_command(
     rendered = Rendered(json=to_json("nightly", report), markdown=render.to_markdown(report),
                         junit=render.to_junit(report),
                         findings={f.patch: render.finding_line(f) for f in report.findings})
-    publish(project, report, rendered, where, warn)
+    with progress_display("nightly") as progress:
+        publish(project, report, rendered, where, warn, progress)
     emit({json_out: lambda: rendered.json, markdown: lambda: rendered.markdown, junit: lambda: rendered.junit},
          lambda: render.render_terminal(report, console()) if not is_quiet() else print(render.summary_line(report)))
     raise typer.Exit(report.exit_code)

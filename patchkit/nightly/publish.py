@@ -77,9 +77,10 @@ class Rendered:
 
 
 def publish(project: Project, report: NightlyReport, rendered: Rendered, where: Destinations,
-            warn: Callable[[str], None]) -> None:
+            warn: Callable[[str], None], progress: Callable[[str], None] | None = None) -> None:
     """Write the night's outputs to WHERE. A GitHub call that fails is a warning: the reports are
-    written, the exit code stays the night's, and the next night updates the issues again."""
+    written, the exit code stays the night's, and the next night updates the issues again.
+    PROGRESS: what each GitHub call is waiting for."""
     files = {name: text.encode() for name, text in zip(REPORT_FILES, (rendered.json, rendered.markdown,
                                                                       rendered.junit))}
     files.update({f"{PATCHES}/{entry.name}": (project.patches_dir / entry.name).read_bytes()
@@ -89,7 +90,7 @@ def publish(project: Project, report: NightlyReport, rendered: Rendered, where: 
         append(where.step_summary, rendered.markdown + "\n")
     if where.github is not None:
         try:
-            _sync_issues(report, rendered, where)
+            _sync_issues(report, rendered, where, progress)
         except PatchkitError as exc:
             warn(f"GitHub issues not updated: {exc}")
 
@@ -145,11 +146,12 @@ def _is_ours(folder: Path, path: str, manifest: list[tuple[str, str]]) -> bool:
         return False
 
 
-def _sync_issues(report: NightlyReport, rendered: Rendered, where: Destinations) -> None:
+def _sync_issues(report: NightlyReport, rendered: Rendered, where: Destinations,
+                 progress: Callable[[str], None] | None) -> None:
     """One issue per failing patch; those of patches good again are closed."""
     problems = [PatchProblem(p.name, p.verdict.value, p.detail or p.verdict.value,
                              rendered.findings.get(p.name, p.detail))
                 for p in report.apply.patches if not p.good or p.name in rendered.findings]
     good = [p.name for p in report.apply.patches if p.good and p.name not in rendered.findings]
     assert where.github is not None
-    GitHub(where.github).sync_issues(problems, good, where.run_url)
+    GitHub(where.github, progress=progress).sync_issues(problems, good, where.run_url)

@@ -25,6 +25,7 @@ def test_a_failing_github_is_a_warning_and_the_exit_code_is_the_nights(project, 
     assert good.returncode == 0, good.stderr
     assert json.loads(good.stdout)["passed"] and json.loads(good.stdout)["lock_moved"]
     assert re.search(r"warning: GitHub issues not updated: GitHub API: .*answered 500", good.stderr)
+    assert "nightly: waiting for GitHub: GET /repos/fork/llama.cpp/issues (gives up after 1 s)" in good.stderr
     assert json.loads((tmp_path / "good" / "report.json").read_text())["passed"]
 
     terminal = run_cli("nightly", "upstream@HEAD", "--github-issues", "--report-dir", str(tmp_path / "again"),
