@@ -68,8 +68,7 @@ def check(target: str | Path | None, kind: Target, places: Places, force: bool =
         if real == place.path:
             raise PatchkitError(f"{target} is {place.what} ({place.path})", "choose another place")
         if real.is_relative_to(place.path):
-            raise PatchkitError(f"{target} is inside {place.what} ({place.path}), whose files are not "
-                                "the report's", "choose a place outside it")
+            raise PatchkitError(f"{target} is inside {place.what} ({place.path})", "choose a place outside it")
         if kind is not Target.FILE and place.path.is_relative_to(real):
             raise PatchkitError(f"{target} holds {place.what} ({place.path})", "give a folder of its own")
     if kind is Target.FILE:

@@ -18,7 +18,8 @@ def nightly_command(
     spec: str = typer.Argument("upstream@HEAD", metavar="[upstream@REF]", help="The target (default: HEAD)."),
     report_dir: Optional[Path] = typer.Option(None, "--report-dir", metavar="DIR",
                                               help="Where report.json, report.md, junit.xml and the refreshed "
-                                                   "patches go (default: .patchkit/nightly)."),
+                                                   "patches go, replacing what an earlier run wrote there "
+                                                   "(default: .patchkit/nightly)."),
     refresh: bool = typer.Option(True, "--refresh/--no-refresh", help="Refresh patches/ after a good night."),
     update_lock: bool = typer.Option(True, "--update-lock/--no-update-lock", help="Move the lock after a good night."),
     allow_rewind: bool = AllowRewindOpt,
