@@ -57,7 +57,7 @@ def nightly_command(
     parse_spec(spec)
     project = Project.find()
     places = check_reports(project, json_out, markdown, junit, checkout=output)
-    where = Destinations.check(project, report_dir or project.state_dir / "nightly", github_issues, places)
+    where = Destinations.check(project, report_dir, github_issues, places)
     options = NightlyOptions(spec=spec, upstream=upstream, fetch=not no_fetch, fuzz=fuzz,
                              output=output.resolve() if output else None, force=force, refresh=refresh,
                              update_lock=update_lock, allow_rewind=allow_rewind, build=tuple(build))

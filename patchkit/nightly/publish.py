@@ -22,7 +22,7 @@ from typing import Callable, Mapping
 
 from patchkit.ci.github import GitHub, GitHubConfig, PatchProblem
 from patchkit.errors import PatchkitError
-from patchkit.fileio import append, atomic_write, ensure_writable
+from patchkit.fileio import append, atomic_write
 from patchkit.nightly.night import NightlyReport
 from patchkit.project import Project
 from patchkit.queue import Queue
@@ -31,6 +31,7 @@ from patchkit.targets import Places, Target, check
 REPORT_FILES = ("report.json", "report.md", "junit.xml")
 PATCHES = "patches"  # the refreshed patches, beside the reports, for CI to upload
 MANIFEST = ".patchkit-manifest"
+NIGHTLY = "nightly"  # the default report folder, in the project's .patchkit/
 
 
 @dataclass(frozen=True)
@@ -43,19 +44,22 @@ class Destinations:
     run_url: str | None  # the Actions run, linked from each issue
 
     @classmethod
-    def check(cls, project: Project, report_dir: Path, github_issues: bool, places: Places,
+    def check(cls, project: Project, report_dir: Path | None, github_issues: bool, places: Places,
               environ: Mapping[str, str] = os.environ) -> Destinations:
         """Everything the night will write, checked before the work (exit 2 when it cannot be):
-        the report folder and the summary against PLACES (patchkit.targets), and every file the
-        night may write in the folder."""
-        report_dir = check(report_dir, Target.FOLDER, places)
+        the report folder (None: the default, in patchkit's own .patchkit/, where every file is
+        patchkit's even from before manifests) and the summary against PLACES (patchkit.targets),
+        and every file the night may write in the folder."""
+        own = report_dir is None
+        report_dir = check(project.state_dir / NIGHTLY if own else report_dir, Target.FOLDER, places)
         summary = environ.get("GITHUB_STEP_SUMMARY")
         check(summary or None, Target.FILE, places)
         names = [*REPORT_FILES, *(f"{PATCHES}/{patch.name}" for patch in Queue.load(project).patches)]
-        ensure_writable(*(report_dir / name for name in (*names, MANIFEST)))
+        for name in (*names, MANIFEST):  # each file too: a symlink in the folder may lead anywhere
+            check(report_dir / name, Target.FILE, places)
         ours = _read_manifest(report_dir)
         for name in names:
-            if (report_dir / name).exists() and not _is_ours(report_dir, name, ours):
+            if not own and (report_dir / name).exists() and not _is_ours(report_dir, name, ours):
                 raise PatchkitError(f"{report_dir / name} was not written by patchkit, and the night would "
                                     "write over it", "remove it, or give a --report-dir of its own")
         run_url = None

@@ -62,3 +62,25 @@ def test_a_file_the_night_would_write_over_that_patchkit_did_not_write_is_refuse
     again = night(project, "HEAD", reports)
     assert again.returncode == 2 and "junit.xml was not written by patchkit" in again.stderr
     assert (reports / "junit.xml").read_text().endswith("<!-- a note -->\n")
+
+
+def test_the_default_folder_is_patchkits_own_even_from_before_manifests(project):
+    """.patchkit/nightly, as a patchkit without manifests left it: written over, not refused."""
+    apply(project, "b1000", update_lock=True)
+    default = project.state_dir / "nightly"
+    default.mkdir(parents=True)
+    (default / "report.json").write_text('{"from": "an older patchkit"}\n')
+    proc = run_cli("nightly", "upstream@HEAD", cwd=project.root)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((default / "report.json").read_text())["passed"] and (default / MANIFEST).is_file()
+
+
+def test_a_link_in_the_folder_that_leads_into_the_queue_is_refused(project, tmp_path):
+    apply(project, "b1000", update_lock=True)
+    queue = {p.name: p.read_bytes() for p in project.patches_dir.iterdir()}
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    (reports / "patches").symlink_to(project.patches_dir)
+    proc = night(project, "HEAD", reports)
+    assert proc.returncode == 2 and "is inside the patch queue" in proc.stderr
+    assert {p.name: p.read_bytes() for p in project.patches_dir.iterdir()} == queue
