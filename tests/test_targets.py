@@ -60,7 +60,9 @@ CASES = [
     (["dist", "-o", "patches/x.tar"], {}, "is inside the patch queue"),
     (["dist", "-o", "llama.cpp/x.tar"], {}, "is inside the patched checkout"),
     (["dist", "-o", "cache/x.tar.gz"], {}, "is inside patchkit's cache"),
-    # every other command's report files
+    (["dist", "-o", "{tmp}/OUT.tar", "--json", "{tmp}/SHA256SUMS"], {}, "is where the tarball or its SHA256SUMS goes"),
+    # every other command's report files, and the workflow `ci github` writes
+    (["ci", "github", "-o", "patches/nightly.yml"], {}, "is inside the patch queue"),
     (["apply", "upstream@b1000", "--json", "patches/apply.json"], {}, "inside the patch queue"),
     (["apply", "upstream@b1000", "-o", "{tmp}/out", "--markdown", "{tmp}/out/r.md"], {},
      "is inside the patched checkout"),

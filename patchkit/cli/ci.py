@@ -46,9 +46,10 @@ def github_command(
       patchkit ci github -o .github/workflows/nightly.yml --force --cron '30 2 * * 1-5'
     """
     from patchkit.backends.recipe import default_recipes_dir, load_recipes, select
-    from patchkit.fileio import atomic_write, ensure_writable
+    from patchkit.fileio import atomic_write
     from patchkit.ci.workflow import nightly_workflow
     from patchkit.project import Project
+    from patchkit.targets import Places, Target, check
 
     project = Project.find()
     backends = [r.name for r in select(load_recipes(default_recipes_dir(project)), backend or ["cpu"])]
@@ -56,7 +57,7 @@ def github_command(
     text = nightly_workflow(backends, cron=cron, python=python, branch=branch,
                             cache=_runner_cache(project), **options)
     target = cwd_path(output) if output else project.root / DEFAULT_WORKFLOW
-    ensure_writable(target)  # a folder or an unwritable place: one line, before anything
+    check(target, Target.FILE, Places.of(project))  # a folder, an unwritable place, the queue: before anything
     if target.is_file() and not force:  # a FIFO or device is written through, never read
         if target.read_text(errors="replace") == text:
             print(f"{target} is up to date")
