@@ -35,7 +35,8 @@ class Place:
 
 @dataclass(frozen=True)
 class Places:
-    """A project's own places, which no target may be in, be, or hold."""
+    """A project's own places, which no target may be in, be, or hold (a `.git` is refused wherever
+    it is: `check`)."""
 
     own: tuple[Place, ...] = ()
     keep: tuple[Path, ...] = ()  # folders a replaced folder must not hold: the project, the current folder
@@ -47,8 +48,7 @@ class Places:
             return cls(keep=(Path.cwd().resolve(),))
         places = [(project.patches_dir, "the patch queue"), (project.lock_path, "the lock"),
                   (project.config_path, "the project's configuration"),
-                  (project.output_dir, "the patched checkout"), (project.cache_dir, "patchkit's cache"),
-                  (project.root / ".git", "the fork's .git")]
+                  (project.output_dir, "the patched checkout"), (project.cache_dir, "patchkit's cache")]
         if checkout is not None:
             places.append((checkout, "the patched checkout"))
         return cls(own=tuple(Place(_real(path), what) for path, what in places),
@@ -62,8 +62,8 @@ def check(target: str | Path | None, kind: Target, places: Places, force: bool =
         return None
     real = _real(Path(target))
     if ".git" in real.parts:  # any repository's, not only the fork's: git's files are git's
-        raise PatchkitError(f"{target} is inside a .git folder, whose files are git's own",
-                            "choose a place outside it")
+        where = "is a repository's .git folder" if real.name == ".git" else "is inside a .git folder"
+        raise PatchkitError(f"{target} {where}, whose files are git's own", "choose a place outside it")
     for place in places.own:
         if real == place.path:
             raise PatchkitError(f"{target} is {place.what} ({place.path})", "choose another place")

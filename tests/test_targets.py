@@ -53,7 +53,7 @@ CASES = [
     (["nightly", "--report-dir", "{tmp}/r"], {"GITHUB_STEP_SUMMARY": "patches/series"}, "is inside the patch queue"),
     # export: OUT is not written when a report cannot be; never the fork's .git, even with --force
     (["export", "quilt", "{tmp}/OUT", "--json", f"{BAD}/x.json"], {}, "cannot write /proc/nope/x.json"),
-    (["export", "quilt", ".git", "--force"], {}, ".git is inside a .git folder"),
+    (["export", "quilt", ".git", "--force"], {}, ".git is a repository's .git folder"),
     (["export", "quilt", "{tmp}/OUT", "--json", "patches/x.json"], {}, "inside the patch queue"),
     # dist: no tarball when a report cannot be written; never into the queue, the checkout, the cache
     (["dist", "-o", "{tmp}/OUT.tar", "--json", f"{BAD}/x.json"], {}, "cannot write /proc/nope/x.json"),
