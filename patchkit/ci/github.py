@@ -100,12 +100,19 @@ class Action:
 class _Reply:
     """One answer of the API, read whole."""
 
+    what: str  # the call, "GET /repos/o/r/issues"
     status: int
     body: bytes
     next_url: str | None  # the Link header's next page
 
     def json(self) -> Any:
-        return json.loads(self.body)
+        """The body's JSON. One that is not (a proxy's or a portal's page) is the environment's."""
+        try:
+            return json.loads(self.body)
+        except ValueError:
+            shown = " ".join(self.body[:80].decode(errors="replace").split())
+            raise EnvironmentProblem(f"GitHub API: {self.what} answered {self.status} without JSON ({shown!r})",
+                                     "check GITHUB_API_URL and any proxy on the way") from None
 
 
 def _to_stderr(line: str) -> None:
@@ -260,7 +267,7 @@ class GitHub:
                 retry = http.retry_for(response, what, self._clock)
                 if retry is not None:
                     raise retry
-                return _Reply(response.status_code, http.read(response, deadline),
+                return _Reply(what, response.status_code, http.read(response, deadline),
                               response.links.get("next", {}).get("url"))
 
         policy = http.Policy(timeout=self._timeout, deadline=self.config.deadline, retries=self._retries,
@@ -325,7 +332,9 @@ def _clip(body: str) -> str:
 def _message(reply: _Reply) -> str:
     try:
         data = reply.json()
-    except ValueError:
+    except EnvironmentProblem:
         return reply.body.decode(errors="replace")[:200]
+    if not isinstance(data, dict):
+        return str(data)[:200]
     errors = "; ".join(str(e.get("message") or e.get("code")) for e in data.get("errors", []) if isinstance(e, dict))
     return f"{data.get('message', '')}{' (' + errors + ')' if errors else ''}"

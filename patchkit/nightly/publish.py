@@ -94,7 +94,7 @@ def publish(project: Project, report: NightlyReport, rendered: Rendered, where: 
         append(where.step_summary, rendered.markdown + "\n")
     if where.github is not None:
         try:
-            _sync_issues(report, rendered, where, progress)
+            _sync_issues(report, rendered, where.github, where.run_url, progress)
         except PatchkitError as exc:
             warn(f"GitHub issues not updated: {exc}")
 
@@ -150,12 +150,11 @@ def _is_ours(folder: Path, path: str, manifest: list[tuple[str, str]]) -> bool:
         return False
 
 
-def _sync_issues(report: NightlyReport, rendered: Rendered, where: Destinations,
+def _sync_issues(report: NightlyReport, rendered: Rendered, github: GitHubConfig, run_url: str | None,
                  progress: Callable[[str], None] | None) -> None:
     """One issue per failing patch; those of patches good again are closed."""
     problems = [PatchProblem(p.name, p.verdict.value, p.detail or p.verdict.value,
                              rendered.findings.get(p.name, p.detail))
                 for p in report.apply.patches if not p.good or p.name in rendered.findings]
     good = [p.name for p in report.apply.patches if p.good and p.name not in rendered.findings]
-    assert where.github is not None
-    GitHub(where.github, progress=progress).sync_issues(problems, good, where.run_url)
+    GitHub(github, progress=progress).sync_issues(problems, good, run_url)

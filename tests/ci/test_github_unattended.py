@@ -1,8 +1,11 @@
-"""`patchkit ci pull-request` against a GitHub that accepts the connection and never answers: it
-says what it is waiting for, and gives up at PATCHKIT_GITHUB_DEADLINE with one line, exit 3."""
+"""A GitHub that does not answer as GitHub does, met unattended: `patchkit ci pull-request` against
+one that accepts the connection and never answers says what it is waiting for and gives up at
+PATCHKIT_GITHUB_DEADLINE with one line, exit 3; an answer that is not JSON is the environment's
+too (exit 3), never an internal error."""
 
 from __future__ import annotations
 
+import re
 import socket
 import time
 
@@ -31,3 +34,14 @@ def test_a_bad_deadline_is_refused(tmp_path):
     proc = run_cli("ci", "pull-request", "x", "--base", "main", cwd=tmp_path, env=env)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
     assert "PATCHKIT_GITHUB_DEADLINE='soon' is not a number of seconds" in proc.stderr
+
+
+def test_an_answer_that_is_not_json_is_the_environments(tmp_path, httpserver):
+    httpserver.expect_request(re.compile(".*")).respond_with_data("<html>Sign in to the proxy</html>",
+                                                                  content_type="text/html")
+    env = {"GITHUB_API_URL": httpserver.url_for("").rstrip("/"), "GITHUB_REPOSITORY": "o/r", "GITHUB_TOKEN": "t"}
+    proc = run_cli("ci", "pull-request", "x", "--base", "main", cwd=tmp_path, env=env)
+    assert proc.returncode == 3, proc.stderr
+    assert proc.stderr.splitlines()[-1].startswith(
+        "patchkit: error: GitHub API: GET /repos/o/r/pulls answered 200 without JSON ('<html>Sign in")
+    assert "Traceback" not in proc.stderr
