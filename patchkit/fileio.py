@@ -134,10 +134,28 @@ def ensure_writable(*targets: str | Path | None) -> None:
         if path.is_symlink() and not real.parent.is_dir():
             raise PatchkitError(f"{target} is a symlink to {real}, whose folder does not exist",
                                 "create that folder or point the link elsewhere")
-        folder = next(p for p in real.parents if p.exists())  # the one the file (or its folders) go in
-        if not folder.is_dir() or not os.access(folder, os.W_OK):
-            raise PatchkitError(f"cannot write {target}: {folder} is not a writable folder",
-                                "choose a writable location")
+        _writable_folder(target, real.parent)
+
+
+def ensure_folder(folder: Path, target: str | Path) -> None:
+    """Refuse, before any work, a FOLDER that could not be made, or files made in it, afterwards;
+    TARGET names what is to be written there."""
+    _writable_folder(target, _resolve(folder))
+
+
+def _writable_folder(target: str | Path, path: Path) -> None:
+    folder = next(p for p in (path, *path.parents) if p.exists())  # the one the file (or its folders) go in
+    if not folder.is_dir() or not os.access(folder, os.W_OK):
+        raise PatchkitError(f"cannot write {target}: {folder} is not a writable folder",
+                            "choose a writable location")
+    # Make and remove a file there: os.access says yes to root everywhere, and a read-only mount
+    # or /proc refuses only the write itself, which would come after the work.
+    try:
+        fd, name = tempfile.mkstemp(prefix=".patchkit-probe-", dir=folder)
+    except OSError as exc:
+        raise PatchkitError(f"cannot write {target}: {folder}: {exc.strerror}", "choose a writable location") from None
+    os.close(fd)
+    os.unlink(name)
 
 
 def target_identity(target: str | Path) -> Hashable:

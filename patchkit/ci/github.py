@@ -28,7 +28,8 @@ _MARKER_RE = re.compile(r"<!-- patchkit:patch=(.+?) -->")
 _REPOSITORY_RE = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 _BODY_LIMIT = 65_000  # GitHub refuses bodies over 65,536 characters
 _MAX_BACKOFF = 60.0
-_DEADLINE = 900.0  # one call, its retries and waits included: up to two rate-limit waits fit
+DEADLINE = 900.0  # one call, its retries and waits included: up to two rate-limit waits fit
+DEADLINE_VARIABLE = "PATCHKIT_GITHUB_DEADLINE"
 # A wait past this (a primary rate limit resets hourly) is better reported than slept through:
 # the job would hold a runner for nothing.
 _MAX_RATE_LIMIT_WAIT = 300.0
@@ -41,11 +42,13 @@ class GitHubConfig:
     api: str  # API root: GITHUB_API_URL (GitHub Enterprise) or https://api.github.com
     repository: str  # owner/name
     token: str | None  # None: a dry run that prints what would be sent
+    deadline: float = DEADLINE  # seconds for one call, its retries and waits included
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> GitHubConfig:
         """What GitHub Actions sets: GITHUB_REPOSITORY, GITHUB_API_URL, and the GITHUB_TOKEN the
-        workflow passes on."""
+        workflow passes on; PATCHKIT_GITHUB_DEADLINE bounds each call (as PATCHKIT_HTTP_DEADLINE
+        does a download)."""
         repository = environ.get("GITHUB_REPOSITORY", "")
         if not _REPOSITORY_RE.match(repository):
             raise PatchkitError(f"GITHUB_REPOSITORY is {repository!r}, not owner/name",
@@ -54,7 +57,22 @@ class GitHubConfig:
         if not api.startswith(("https://", "http://")):
             raise PatchkitError(f"GITHUB_API_URL is {api!r}, not an http(s) URL",
                                 "unset it for github.com, or give the API root of your GitHub Enterprise")
-        return cls(api=api, repository=repository, token=environ.get("GITHUB_TOKEN") or None)
+        return cls(api=api, repository=repository, token=environ.get("GITHUB_TOKEN") or None,
+                   deadline=_seconds(environ, DEADLINE_VARIABLE, DEADLINE))
+
+
+def _seconds(environ: Mapping[str, str], name: str, default: float) -> float:
+    raw = environ.get(name, "")
+    if raw == "":  # empty is unset, as for PATCHKIT_HTTP_*
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < float("inf"):
+        raise PatchkitError(f"{name}={raw!r} is not a number of seconds above 0",
+                            f"unset it or give a number (default {default:g})")
+    return value
 
 
 @dataclass(frozen=True)
@@ -82,12 +100,19 @@ class Action:
 class _Reply:
     """One answer of the API, read whole."""
 
+    what: str  # the call, "GET /repos/o/r/issues"
     status: int
     body: bytes
     next_url: str | None  # the Link header's next page
 
     def json(self) -> Any:
-        return json.loads(self.body)
+        """The body's JSON. One that is not (a proxy's or a portal's page) is the environment's."""
+        try:
+            return json.loads(self.body)
+        except ValueError:
+            shown = " ".join(self.body[:80].decode(errors="replace").split())
+            raise EnvironmentProblem(f"GitHub API: {self.what} answered {self.status} without JSON ({shown!r})",
+                                     "check GITHUB_API_URL and any proxy on the way") from None
 
 
 def _to_stderr(line: str) -> None:
@@ -98,7 +123,9 @@ def _to_stderr(line: str) -> None:
 class GitHub:
     def __init__(self, config: GitHubConfig, *, session: requests.Session | None = None,
                  timeout: float = 30, retries: int = 4, sleep: Callable[[float], None] = time.sleep,
-                 clock: Callable[[], float] = time.time, say: Callable[[str], None] = _to_stderr) -> None:
+                 clock: Callable[[], float] = time.time, say: Callable[[str], None] = _to_stderr,
+                 progress: Callable[[str], None] | None = None) -> None:
+        """SAY: dry-run lines; PROGRESS: what each call is waiting for, as it starts."""
         self.config = config
         self._session = session or requests.Session()
         self._timeout = timeout
@@ -106,6 +133,7 @@ class GitHub:
         self._sleep = sleep
         self._clock = clock
         self._say = say
+        self._progress = progress
         self._repo = f"/repos/{config.repository}"
 
     @property
@@ -239,16 +267,19 @@ class GitHub:
                 retry = http.retry_for(response, what, self._clock)
                 if retry is not None:
                     raise retry
-                return _Reply(response.status_code, http.read(response, deadline),
+                return _Reply(what, response.status_code, http.read(response, deadline),
                               response.links.get("next", {}).get("url"))
 
-        policy = http.Policy(timeout=self._timeout, deadline=_DEADLINE, retries=self._retries, backoff=2.0,
-                             max_backoff=_MAX_BACKOFF)
+        policy = http.Policy(timeout=self._timeout, deadline=self.config.deadline, retries=self._retries,
+                             backoff=2.0, max_backoff=_MAX_BACKOFF)
+        if self._progress is not None:
+            self._progress(f"waiting for GitHub: {what} (gives up after {policy.deadline:g} s)")
         try:
             reply = http.call(attempt, policy, sleep=self._sleep)
         except http.GaveUp as exc:
             raise EnvironmentProblem(f"GitHub API: {exc.reason}, {exc.tries} tries",
-                                     "check the network and https://www.githubstatus.com, then rerun") from None
+                                     "check the network and https://www.githubstatus.com, then rerun "
+                                     f"({DEADLINE_VARIABLE} sets the seconds a call may take)") from None
         return self._checked(reply, what, missing_ok)
 
     def _rate_limit_wait(self, response: requests.Response) -> float | None:
@@ -301,7 +332,9 @@ def _clip(body: str) -> str:
 def _message(reply: _Reply) -> str:
     try:
         data = reply.json()
-    except ValueError:
+    except EnvironmentProblem:
         return reply.body.decode(errors="replace")[:200]
+    if not isinstance(data, dict):
+        return str(data)[:200]
     errors = "; ".join(str(e.get("message") or e.get("code")) for e in data.get("errors", []) if isinstance(e, dict))
     return f"{data.get('message', '')}{' (' + errors + ')' if errors else ''}"

@@ -5,9 +5,13 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 import typer
+
+if TYPE_CHECKING:
+    from patchkit.project import Project
+    from patchkit.targets import Places
 
 app = typer.Typer(
     name="patchkit",
@@ -45,6 +49,17 @@ def _report_target(ctx: typer.Context, param: typer.CallbackParam, target: Optio
 def report_option(flag: str, what: str):
     return typer.Option(None, flag, metavar="FILE", callback=_report_target,
                         help=f"Write {what} to FILE ('-' for stdout).")
+
+
+def check_reports(project: Project | None, *targets: Optional[str], checkout: Optional[Path] = None) -> Places:
+    """The project's places (patchkit.targets), with the report files TARGETS checked against them:
+    what every command does before any work. CHECKOUT: the command's `-o DIR`."""
+    from patchkit.targets import Places, Target, check
+
+    places = Places.of(project, checkout)
+    for target in targets:
+        check(target, Target.FILE, places)
+    return places
 
 
 JsonOpt = report_option("--json", "the JSON report")

@@ -8,7 +8,7 @@ from typing import List, Optional
 import typer
 
 from patchkit.cli.app import (AllowRewindOpt, JsonOpt, JunitOpt, MarkdownOpt, NoFetchOpt, UpstreamOpt, app,
-                              console, emit, is_quiet, warn)
+                              check_reports, console, emit, is_quiet, warn)
 from patchkit.cli.progress import build_progress, progress_display
 
 
@@ -55,6 +55,7 @@ def apply_command(
                            output=output.resolve() if output else None, force=force,
                            update_lock=update_lock, allow_rewind=allow_rewind, check=not no_check,
                            build=tuple(build or (["cpu"] if smoke else [])), smoke=smoke)
+    check_reports(project, json_out, markdown, junit, checkout=options.output)
     with progress_display(f"apply {spec}") as progress, \
             build_progress(bool(options.build)) as builds:
         report = run_apply(project, options, Hooks(progress=progress, warn=warn, build_progress=builds))
@@ -88,5 +89,6 @@ def status_command(json_out: Optional[str] = JsonOpt) -> None:
     from patchkit.status import QueueStatus
 
     project = Project.find()
+    check_reports(project, json_out)
     status = QueueStatus.gather(project, Queue.load(project))
     emit({json_out: lambda: to_json(status)}, lambda: render_terminal(status, console()))

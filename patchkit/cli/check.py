@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
-from patchkit.cli.app import (JsonOpt, JunitOpt, MarkdownOpt, NoFetchOpt, UpstreamOpt, app, console, emit,
-                              is_quiet, is_verbose, report_option, warn)
+from patchkit.cli.app import (JsonOpt, JunitOpt, MarkdownOpt, NoFetchOpt, UpstreamOpt, app, check_reports, console,
+                              emit, is_quiet, is_verbose, report_option, warn)
 from patchkit.cli.progress import progress_display
 from patchkit.errors import PatchkitError
 
@@ -51,6 +51,7 @@ def check_command(
         raise PatchkitError("give a DIR or --on-upstream, not both",
                             "DIR checks a tree on disk; --on-upstream reads upstream from the mirror")
     project = _project() if on_upstream or tree is None or not rules_files else None
+    check_reports(project, json_out, markdown, junit, sarif)
     rules = _rules(rules_files, project)
     if on_upstream:
         assert project is not None

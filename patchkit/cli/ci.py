@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, List, Optional
 import typer
 
 from patchkit.cli.app import app, console, cwd_path
+from patchkit.cli.progress import progress_display
 from patchkit.errors import PatchkitError
 
 if TYPE_CHECKING:
@@ -45,9 +46,10 @@ def github_command(
       patchkit ci github -o .github/workflows/nightly.yml --force --cron '30 2 * * 1-5'
     """
     from patchkit.backends.recipe import default_recipes_dir, load_recipes, select
-    from patchkit.fileio import atomic_write, ensure_writable
+    from patchkit.fileio import atomic_write
     from patchkit.ci.workflow import nightly_workflow
     from patchkit.project import Project
+    from patchkit.targets import Places, Target, check
 
     project = Project.find()
     backends = [r.name for r in select(load_recipes(default_recipes_dir(project)), backend or ["cpu"])]
@@ -55,7 +57,7 @@ def github_command(
     text = nightly_workflow(backends, cron=cron, python=python, branch=branch,
                             cache=_runner_cache(project), **options)
     target = cwd_path(output) if output else project.root / DEFAULT_WORKFLOW
-    ensure_writable(target)  # a folder or an unwritable place: one line, before anything
+    check(target, Target.FILE, Places.of(project))  # a folder, an unwritable place, the queue: before anything
     if target.is_file() and not force:  # a FIFO or device is written through, never read
         if target.read_text(errors="replace") == text:
             print(f"{target} is up to date")
@@ -77,7 +79,7 @@ def pull_request_command(
 ) -> None:
     """Open a pull request for BRANCH, or update the open one (the nightly workflow's last step).
 
-    The repository, the token and the API come from GITHUB_REPOSITORY, GITHUB_TOKEN and GITHUB_API_URL; without a token, prints what would be sent.
+    The repository, the token and the API come from GITHUB_REPOSITORY, GITHUB_TOKEN and GITHUB_API_URL; without a token, prints what would be sent. Each call to GitHub, retries included, gives up after PATCHKIT_GITHUB_DEADLINE seconds (default 900), exit 3.
 
     Example:\n
       patchkit ci pull-request patchkit/refresh --base main --body-file .patchkit/nightly/report.md
@@ -92,7 +94,8 @@ def pull_request_command(
         title = (f"patchkit: queue refreshed on upstream {lock.upstream_commit[:12]}" if lock
                  else "patchkit: queue refreshed")
     body = _read_body(body_file) if body_file else "Refreshed by `patchkit nightly`."
-    action = GitHub(config).open_pull_request(branch, base, title, body)
+    with progress_display("ci pull-request") as progress:
+        action = GitHub(config, progress=progress).open_pull_request(branch, base, title, body)
     verb = {"open-pr": "opened", "update-pr": "updated"}[action.kind]
     if action.dry_run:
         console().print(f"dry run: would have {verb} the pull request for {branch}", markup=False)

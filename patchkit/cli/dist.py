@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from patchkit.cli.app import JsonOpt, NoFetchOpt, UpstreamOpt, app, console, emit, is_quiet, warn
+from patchkit.cli.app import JsonOpt, NoFetchOpt, UpstreamOpt, app, check_reports, console, emit, is_quiet, warn
 from patchkit.cli.progress import progress_display
 
 
@@ -43,15 +43,24 @@ def dist_command(
       patchkit dist -o llama.cpp-patched.tar.xz\n
       SOURCE_DATE_EPOCH=1700000000 patchkit dist upstream@b7421 -o dist/llama.cpp.tar.gz --json -
     """
-    from patchkit.export.dist import DistOptions, check_options, make_dist
+    from patchkit.errors import PatchkitError
+    from patchkit.export.dist import SUMS_FILE, DistOptions, check_options, make_dist
+    from patchkit.fileio import target_identity
+    from patchkit.hooks import Hooks
     from patchkit.project import Project
     from patchkit.report import dist as render
-    from patchkit.hooks import Hooks
+    from patchkit.targets import Target, check
 
     project = Project.find()
     options = DistOptions(output=output, spec=spec, upstream=upstream, fetch=not no_fetch,
                           source_date_epoch=os.environ.get("SOURCE_DATE_EPOCH"))
     check_options(options)  # before any progress line
+    places = check_reports(project, json_out)
+    tarball = check(output, Target.FILE, places)
+    sums = check(tarball.parent / SUMS_FILE, Target.FILE, places)
+    if json_out and target_identity(json_out) in (target_identity(tarball), target_identity(sums)):
+        raise PatchkitError(f"--json {json_out} is where the tarball or its {SUMS_FILE} goes",
+                            "give the report its own file")
     with progress_display(f"dist {output.name}") as progress:
         result = make_dist(project, options, Hooks(progress=progress, warn=warn))
     emit({json_out: lambda: render.to_json(result)},

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from patchkit.cli.app import JsonOpt, NoFetchOpt, UpstreamOpt, app, console, emit, is_quiet, warn
+from patchkit.cli.app import JsonOpt, NoFetchOpt, UpstreamOpt, app, check_reports, console, emit, is_quiet, warn
 from patchkit.cli.progress import progress_display
 from patchkit.export.formats import Format
 
@@ -30,9 +30,9 @@ def export_command(
     Refused (exit 2, OUT untouched) unless every patch is good there without fuzz and passes its
     site checks, for a binary patch in any format but mbox, and for a patch name rpm or makepkg
     would misread (rpm: letters, digits and . _ + , = @ - only). OUT is written whole or not at
-    all, never inside patches/, the cache or the patched checkout. Every fragment's first lines
-    name the version (b<N>+pk<count>.<hash>) and the upstream commit. Layouts (NAME: each patch's
-    name in patches/series, listed in series order):
+    all, never inside patches/, the cache, the patched checkout or a .git, nor a folder holding one
+    of them. Every fragment's first lines name the version (b<N>+pk<count>.<hash>) and the
+    upstream commit. Layouts (NAME: each patch's name in patches/series, listed in series order):
 
       debian  patches/series, patches/NAME with DEP-3 headers, patchkit.mk (PATCHKIT_CMAKE_FLAGS)\n
       quilt   series, NAME (the format-patch mails as they are)\n
@@ -55,6 +55,7 @@ def export_command(
 
     parse_spec(at)  # a bad ref fails before any work
     project = Project.find()
+    check_reports(project, json_out)  # OUT: run_export checks it
     options = ExportOptions(fmt, out, at, upstream, not no_fetch, force)
     with progress_display(f"export {fmt.value} {out}") as progress:
         report = run_export(project, options, Hooks(progress=progress, warn=warn))

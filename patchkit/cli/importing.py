@@ -7,7 +7,7 @@ from typing import List, Optional, Tuple
 
 import typer
 
-from patchkit.cli.app import JsonOpt, NoFetchOpt, UpstreamOpt, app, console, emit, is_quiet
+from patchkit.cli.app import JsonOpt, NoFetchOpt, UpstreamOpt, app, check_reports, console, emit, is_quiet
 from patchkit.cli.progress import progress_display
 
 
@@ -71,6 +71,7 @@ def import_command(
     if not sources and from_repo is None:
         raise PatchkitError("nothing to import", "give a SOURCE (file, folder, https:// URL) or --from-repo PATH A..B")
     project = Project.find()
+    check_reports(project, json_out)
     options = ImportOptions(sources=tuple(sources or ()), from_repo=tuple(from_repo) if from_repo else None,
                             name=name, after=after, at=at, upstream=upstream, fetch=not no_fetch,
                             author=author, subject=subject, ebuild=ebuild, sha256=tuple(sha256),

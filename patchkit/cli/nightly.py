@@ -9,7 +9,7 @@ from typing import List, Optional
 import typer
 
 from patchkit.cli.app import (AllowRewindOpt, JsonOpt, JunitOpt, MarkdownOpt, NoFetchOpt, UpstreamOpt, app,
-                              console, emit, is_quiet, warn)
+                              check_reports, console, emit, is_quiet, warn)
 from patchkit.cli.progress import build_progress, progress_display
 
 
@@ -18,7 +18,8 @@ def nightly_command(
     spec: str = typer.Argument("upstream@HEAD", metavar="[upstream@REF]", help="The target (default: HEAD)."),
     report_dir: Optional[Path] = typer.Option(None, "--report-dir", metavar="DIR",
                                               help="Where report.json, report.md, junit.xml and the refreshed "
-                                                   "patches go (default: .patchkit/nightly)."),
+                                                   "patches go, replacing what an earlier run wrote there "
+                                                   "(default: .patchkit/nightly)."),
     refresh: bool = typer.Option(True, "--refresh/--no-refresh", help="Refresh patches/ after a good night."),
     update_lock: bool = typer.Option(True, "--update-lock/--no-update-lock", help="Move the lock after a good night."),
     allow_rewind: bool = AllowRewindOpt,
@@ -55,7 +56,8 @@ def nightly_command(
 
     parse_spec(spec)
     project = Project.find()
-    where = Destinations.check(project, (report_dir or project.state_dir / "nightly").resolve(), github_issues)
+    places = check_reports(project, json_out, markdown, junit, checkout=output)
+    where = Destinations.check(project, report_dir, github_issues, places)
     options = NightlyOptions(spec=spec, upstream=upstream, fetch=not no_fetch, fuzz=fuzz,
                              output=output.resolve() if output else None, force=force, refresh=refresh,
                              update_lock=update_lock, allow_rewind=allow_rewind, build=tuple(build))
@@ -67,7 +69,8 @@ def nightly_command(
     rendered = Rendered(json=to_json("nightly", report), markdown=render.to_markdown(report),
                         junit=render.to_junit(report),
                         findings={f.patch: render.finding_line(f) for f in report.findings})
-    exit_code = publish(project, report, rendered, where, warn)
+    with progress_display("nightly") as progress:
+        publish(project, report, rendered, where, warn, progress)
     emit({json_out: lambda: rendered.json, markdown: lambda: rendered.markdown, junit: lambda: rendered.junit},
          lambda: render.render_terminal(report, console()) if not is_quiet() else print(render.summary_line(report)))
-    raise typer.Exit(exit_code)
+    raise typer.Exit(report.exit_code)

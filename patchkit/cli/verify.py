@@ -7,8 +7,8 @@ from typing import Optional
 
 import typer
 
-from patchkit.cli.app import (JsonOpt, JunitOpt, MarkdownOpt, NoFetchOpt, UpstreamOpt, app, console, emit,
-                              is_quiet, warn)
+from patchkit.cli.app import (JsonOpt, JunitOpt, MarkdownOpt, NoFetchOpt, UpstreamOpt, app, check_reports, console,
+                              emit, is_quiet, warn)
 from patchkit.cli.progress import progress_display
 
 
@@ -39,6 +39,7 @@ def verify_command(
     from patchkit.hooks import Hooks
 
     project = Project.find()
+    check_reports(project, json_out, markdown, junit)
     lock = require_lock(project)  # before any progress line: a missing lock is the whole answer
     options = VerifyOptions(upstream=upstream, fetch=not no_fetch,
                             output_dir=output_dir.resolve() if output_dir else None)

@@ -6,11 +6,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from patchkit.errors import PatchkitError
-from patchkit.export.folder import check_target, write_folder
+from patchkit.export.folder import write_folder
 from patchkit.export.formats import Format, render
 from patchkit.export.patched import patched_queue
 from patchkit.project import Project
 from patchkit.hooks import Hooks
+from patchkit.targets import Places, Target, check
 
 
 @dataclass(frozen=True)
@@ -51,8 +52,7 @@ class ExportReport:
 
 
 def run_export(project: Project, options: ExportOptions, hooks: Hooks = Hooks()) -> ExportReport:
-    owned = (project.patches_dir, project.cache_dir, project.output_dir)
-    check_target(options.out, options.force, keep=(project.root, *owned, Path.cwd()), owned=owned)  # before any work
+    check(options.out, Target.REPLACED, Places.of(project), options.force)  # before any work
     with patched_queue(project, options.spec, options.upstream, options.fetch, hooks) as queue:
         binary = [p.name for p in queue.patches if p.binary]
         if binary and options.format is not Format.MBOX:

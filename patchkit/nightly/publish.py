@@ -4,10 +4,17 @@ one GitHub issue per failing patch.
 The texts come rendered by the caller (report/ sits above this package); what goes where is
 decided here. Where they go is checked before the night (`Destinations.check`): a refusal after
 it would come after the lock and the patches moved.
+
+The report folder holds this run's files only. What patchkit writes there is listed in
+`.patchkit-manifest` (`sha256  path` lines); the next run removes what an earlier one wrote and
+that still has those bytes, and never touches anything else. A file patchkit would write over
+that it did not write is refused before the night.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,13 +22,16 @@ from typing import Callable, Mapping
 
 from patchkit.ci.github import GitHub, GitHubConfig, PatchProblem
 from patchkit.errors import PatchkitError
-from patchkit.fileio import append, atomic_write, ensure_writable
+from patchkit.fileio import append, atomic_write
 from patchkit.nightly.night import NightlyReport
 from patchkit.project import Project
 from patchkit.queue import Queue
+from patchkit.targets import Places, Target, check
 
 REPORT_FILES = ("report.json", "report.md", "junit.xml")
 PATCHES = "patches"  # the refreshed patches, beside the reports, for CI to upload
+MANIFEST = ".patchkit-manifest"
+NIGHTLY = "nightly"  # the default report folder, in the project's .patchkit/
 
 
 @dataclass(frozen=True)
@@ -34,17 +44,29 @@ class Destinations:
     run_url: str | None  # the Actions run, linked from each issue
 
     @classmethod
-    def check(cls, project: Project, report_dir: Path, github_issues: bool,
+    def check(cls, project: Project, report_dir: Path | None, github_issues: bool, places: Places,
               environ: Mapping[str, str] = os.environ) -> Destinations:
-        """Everything the night will write, checked before the work (exit 2 when it cannot be)."""
-        ensure_writable(*(report_dir / name for name in REPORT_FILES),
-                        *(report_dir / PATCHES / patch.name for patch in Queue.load(project).patches))
+        """Everything the night will write, checked before the work (exit 2 when it cannot be):
+        the report folder (None: the default, in patchkit's own .patchkit/, where every file is
+        patchkit's even from before manifests) and the summary against PLACES (patchkit.targets),
+        and every file the night may write in the folder."""
+        own = report_dir is None
+        report_dir = check(project.state_dir / NIGHTLY if own else report_dir, Target.FOLDER, places)
+        summary = environ.get("GITHUB_STEP_SUMMARY")
+        check(summary or None, Target.FILE, places)
+        names = [*REPORT_FILES, *(f"{PATCHES}/{patch.name}" for patch in Queue.load(project).patches)]
+        for name in (*names, MANIFEST):  # each file too: a symlink in the folder may lead anywhere
+            check(report_dir / name, Target.FILE, places)
+        ours = _read_manifest(report_dir)
+        for name in names:
+            if not own and (report_dir / name).exists() and not _is_ours(report_dir, name, ours):
+                raise PatchkitError(f"{report_dir / name} was not written by patchkit, and the night would "
+                                    "write over it", "remove it, or give a --report-dir of its own")
         run_url = None
         if environ.get("GITHUB_RUN_ID") and environ.get("GITHUB_REPOSITORY"):
             run_url = (f"{environ.get('GITHUB_SERVER_URL', 'https://github.com')}/"
                        f"{environ['GITHUB_REPOSITORY']}/actions/runs/{environ['GITHUB_RUN_ID']}")
-        return cls(report_dir=report_dir,
-                   step_summary=Path(environ["GITHUB_STEP_SUMMARY"]) if environ.get("GITHUB_STEP_SUMMARY") else None,
+        return cls(report_dir=report_dir, step_summary=Path(summary) if summary else None,
                    github=GitHubConfig.from_env(environ) if github_issues else None, run_url=run_url)
 
 
@@ -59,30 +81,80 @@ class Rendered:
 
 
 def publish(project: Project, report: NightlyReport, rendered: Rendered, where: Destinations,
-            warn: Callable[[str], None]) -> int:
-    """Write the night's outputs to WHERE; the run's exit code (the report's, unless GitHub failed)."""
-    for name, text in zip(REPORT_FILES, (rendered.json, rendered.markdown, rendered.junit)):
-        atomic_write(where.report_dir / name, text.encode())
-    for entry in report.refreshed:
-        atomic_write(where.report_dir / PATCHES / entry.name, (project.patches_dir / entry.name).read_bytes())
+            warn: Callable[[str], None], progress: Callable[[str], None] | None = None) -> None:
+    """Write the night's outputs to WHERE. A GitHub call that fails is a warning: the reports are
+    written, the exit code stays the night's, and the next night updates the issues again.
+    PROGRESS: what each GitHub call is waiting for."""
+    files = {name: text.encode() for name, text in zip(REPORT_FILES, (rendered.json, rendered.markdown,
+                                                                      rendered.junit))}
+    files.update({f"{PATCHES}/{entry.name}": (project.patches_dir / entry.name).read_bytes()
+                  for entry in report.refreshed})
+    _replace_files(where.report_dir, files)
     if where.step_summary is not None:
         append(where.step_summary, rendered.markdown + "\n")
     if where.github is not None:
-        _sync_issues(report, rendered, where, warn)
-    return report.exit_code
+        try:
+            _sync_issues(report, rendered, where.github, where.run_url, progress)
+        except PatchkitError as exc:
+            warn(f"GitHub issues not updated: {exc}")
 
 
-def _sync_issues(report: NightlyReport, rendered: Rendered, where: Destinations,
-                 warn: Callable[[str], None]) -> None:
-    """One issue per failing patch. An API failure on a bad night leaves exit 1 with a warning (the
-    reports are written already); on a good night it is the run's failure."""
+def _replace_files(folder: Path, files: Mapping[str, bytes]) -> None:
+    """Write FILES (path in FOLDER -> bytes) and remove what an earlier run wrote there. The
+    manifest lists both while the files change, so that a run killed half way leaves none unlisted."""
+    earlier = {(path, digest) for path, digest in _read_manifest(folder)
+               if _is_ours(folder, path, [(path, digest)])}
+    now = {(path, hashlib.sha256(data).hexdigest()) for path, data in files.items()}
+    _write_manifest(folder, earlier | now)
+    for path in sorted({path for path, _ in earlier} - set(files)):
+        (folder / path).unlink(missing_ok=True)
+        if (folder / path).parent != folder:
+            with contextlib.suppress(OSError):  # not empty: this run's or someone else's files are in it
+                (folder / path).parent.rmdir()
+    for path, data in files.items():
+        atomic_write(folder / path, data)
+    _write_manifest(folder, now)
+
+
+def _read_manifest(folder: Path) -> list[tuple[str, str]]:
+    """(path, sha256) pairs; a path may be listed twice while a run replaces it."""
+    try:
+        text = (folder / MANIFEST).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return []
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PatchkitError(f"{folder / MANIFEST}: cannot read it ({exc})",
+                            "remove it, or give a --report-dir of its own") from None
+    entries = []
+    for line in text.splitlines():
+        digest, sep, path = line.partition("  ")
+        if not sep or len(digest) != 64 or Path(path).is_absolute() or ".." in Path(path).parts:
+            raise PatchkitError(f"{folder / MANIFEST}: not a patchkit manifest ({line[:60]!r})",
+                                "remove it, or give a --report-dir of its own")
+        entries.append((path, digest))
+    return entries
+
+
+def _write_manifest(folder: Path, entries: set[tuple[str, str]]) -> None:
+    atomic_write(folder / MANIFEST, "".join(f"{digest}  {path}\n" for path, digest in sorted(entries)).encode())
+
+
+def _is_ours(folder: Path, path: str, manifest: list[tuple[str, str]]) -> bool:
+    """PATH in FOLDER is listed in MANIFEST with the bytes it has now (patchkit wrote it, nobody changed it)."""
+    digests = {digest for listed, digest in manifest if listed == path}
+    if not digests:
+        return False
+    try:
+        return hashlib.sha256((folder / path).read_bytes()).hexdigest() in digests
+    except OSError:
+        return False
+
+
+def _sync_issues(report: NightlyReport, rendered: Rendered, github: GitHubConfig, run_url: str | None,
+                 progress: Callable[[str], None] | None) -> None:
+    """One issue per failing patch; those of patches good again are closed."""
     problems = [PatchProblem(p.name, p.verdict.value, p.detail or p.verdict.value,
                              rendered.findings.get(p.name, p.detail))
                 for p in report.apply.patches if not p.good or p.name in rendered.findings]
     good = [p.name for p in report.apply.patches if p.good and p.name not in rendered.findings]
-    try:
-        GitHub(where.github).sync_issues(problems, good, where.run_url)
-    except PatchkitError as exc:
-        if report.exit_code == 0:
-            raise
-        warn(f"GitHub issues not updated: {exc}")
+    GitHub(github, progress=progress).sync_issues(problems, good, run_url)

@@ -1,5 +1,5 @@
-"""export/folder.py through write_folder (and check_target, which it runs first): the folder is
-written whole or not at all; a failure or Ctrl-C part way leaves OUT, and its parents, as they were."""
+"""export/folder.py through write_folder: the folder is written whole or not at all; a failure or
+Ctrl-C part way leaves OUT, and its parents, as they were. Where OUT may be: tests/test_targets.py."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Iterator
 import pytest
 
 from patchkit.errors import PatchkitError
-from patchkit.export.folder import check_target, write_folder
+from patchkit.export.folder import write_folder
 from patchkit.export.formats import OutFile
 
 FILES = [OutFile("series", b"a.patch\nb.patch\n"), OutFile("a.patch", b"A\n", "a.patch"),
@@ -106,24 +106,3 @@ def test_ctrl_c_in_a_real_process_leaves_nothing(tmp_path):
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert done.returncode == 130, done.stderr
     assert os.listdir(tmp_path) == []
-
-
-def test_check_target_refuses_before_any_work(tmp_path):
-    project = tmp_path / "fork"
-    cache = project / ".cache"
-    cache.mkdir(parents=True)
-    (tmp_path / "file").write_text("x")
-    with pytest.raises(PatchkitError, match="exists and is not a folder"):
-        check_target(tmp_path / "file", force=True)
-    with pytest.raises(PatchkitError, match="holds .*fork, which an export would replace"):
-        check_target(tmp_path, force=True, keep=[project])
-    with pytest.raises(PatchkitError, match="is inside .*cache, whose files are patchkit's own"):
-        check_target(cache / "export", force=True, owned=[cache])
-    with pytest.raises(PatchkitError, match="cannot write .*not a writable folder"):
-        check_target(tmp_path / "file" / "out", force=False)
-    # a link to the project is the project
-    (tmp_path / "link").symlink_to(project)
-    with pytest.raises(PatchkitError, match="which an export would replace"):
-        check_target(tmp_path / "link", force=True, keep=[project])
-    assert check_target(tmp_path / "new" / "out", force=False) == tmp_path / "new" / "out"
-    assert sorted(os.listdir(tmp_path)) == ["file", "fork", "link"]
