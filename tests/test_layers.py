@@ -14,7 +14,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "patchkit"
 LAYERS = (
     ("", "errors", "testpoint", "hooks", "plain", "refs", "process"),  # "": patchkit's __version__
     ("git", "fileio", "http"),
-    ("project", "patchfile"),
+    ("project", "patchfile", "targets"),
     ("queue", "binary", "upstream", "scopes", "ladder"),
     ("apply", "output"),  # the apply core and the checkout
     ("checks", "backends", "smoke"),
