@@ -6,7 +6,8 @@ The points: `start` (the CLI's first step, nothing imported yet), `commands` (ty
 commands imported, the command line not yet parsed), `fetch` (at git's first progress line of the
 mirror fetch), `fast-import` (the result written to the mirror), `clone` (the output cloned aside,
 not yet in place), `checkout` (just before it), `record` (before the bases and the lock are
-written) and `import-write` (an imported patch file written, the series not yet).
+written), `night-write` (a good night's refreshed patches written, its lock not yet, its reports
+staged) and `import-write` (an imported patch file written, the series not yet).
 """
 
 from __future__ import annotations

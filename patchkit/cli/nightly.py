@@ -50,6 +50,7 @@ def nightly_command(
     from patchkit.nightly.night import NightlyOptions, run_nightly
     from patchkit.nightly.publish import Destinations, Rendered, publish
     from patchkit.project import Project
+    from patchkit.queue import Queue
     from patchkit.report import nightly as render
     from patchkit.report import to_json
     from patchkit.upstream import parse_spec
@@ -57,14 +58,16 @@ def nightly_command(
     parse_spec(spec)
     project = Project.find()
     places = check_reports(project, json_out, markdown, junit, checkout=output)
-    where = Destinations.check(project, report_dir, github_issues, places)
+    queue = Queue.load(project)
+    where = Destinations.check(project, queue, report_dir, github_issues, places)
     options = NightlyOptions(spec=spec, upstream=upstream, fetch=not no_fetch, fuzz=fuzz,
                              output=output.resolve() if output else None, force=force, refresh=refresh,
                              update_lock=update_lock, allow_rewind=allow_rewind, build=tuple(build))
     # One status line for the night: the fetch's progress, then the bisect's probes.
     with progress_display(f"nightly {spec}") as progress, \
             build_progress(bool(build)) as builds:
-        report = run_nightly(project, options, Hooks(progress=progress, warn=warn, build_progress=builds))
+        report = run_nightly(project, options, Hooks(progress=progress, warn=warn, build_progress=builds),
+                             queue=queue)
 
     rendered = Rendered(json=to_json("nightly", report), markdown=render.to_markdown(report),
                         junit=render.to_junit(report),

@@ -1,9 +1,13 @@
 """`patchkit nightly`: the fork's nightly job, in order.
 
 Apply the queue at the target (with its site checks and builds); on a fully good night refresh
-the patches in place and move the lock; otherwise name, for each patch that needs a human, the
-upstream commit that did it (an in-memory bisect from the lock). A build that fails on a good
-apply is built again without the queue, to say whose fault it is.
+the patches and move the lock; otherwise name, for each patch that needs a human, the upstream
+commit that did it (an in-memory bisect from the lock). A build that fails on a good apply is built
+again without the queue, to say whose fault it is.
+
+`run_nightly` decides and writes nothing of the fork's: the refreshed patches and the new lock are
+in its report, and `write_refresh` writes them, after the night's reports are staged (publish.py),
+so that the exit code is always the night's and a report never says the lock moved when it did not.
 """
 
 from __future__ import annotations
@@ -13,15 +17,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from patchkit import __version__, git
+from patchkit import __version__, git, testpoint
 from patchkit.apply import Verdict
 from patchkit.nightly.bisect import Finding, bisect_queue
-from patchkit.nightly.refresh import Refreshed, refresh_queue, rekey_bases, write_refreshed
+from patchkit.errors import EnvironmentProblem, PatchkitError
+from patchkit.nightly.refresh import Change, Refreshed, refresh_queue, rekey_bases, write_refreshed
 from patchkit.project import Lock, Project
 from patchkit.queue import Queue
 from patchkit.upstream import Mirror
 from patchkit.hooks import Hooks, collect_warnings
 from patchkit.pipeline import ApplyOptions, ApplyReport, run_apply
+from patchkit.plain import NOT_IN_JSON
 
 if TYPE_CHECKING:
     from patchkit.backends import BuildReport
@@ -55,8 +61,9 @@ class NightlyReport:
     apply: ApplyReport
     locked_commit: str | None  # the lock before the night
     findings: tuple[Finding, ...] = ()
-    refreshed: tuple[Refreshed, ...] = ()
-    lock_moved: bool = False
+    refreshed: tuple[Refreshed, ...] = ()  # a good night's patches as `write_refresh` writes them
+    lock_moved: bool = False  # `write_refresh` writes `lock`, a new one
+    lock: Lock | None = field(default=None, metadata=NOT_IN_JSON)
     build_blame: tuple[BuildBlame, ...] = ()
     warnings: tuple[str, ...] = ()  # the night's own; the apply's are in `apply`
     passed: bool = field(init=False)  # a field, so the JSON report carries it
@@ -74,14 +81,16 @@ class NightlyReport:
         return 0 if self.passed else 1
 
 
-def run_nightly(project: Project, options: NightlyOptions, hooks: Hooks = Hooks()) -> NightlyReport:
-    queue = Queue.load(project)
+def run_nightly(project: Project, options: NightlyOptions, hooks: Hooks = Hooks(), *,
+                queue: Queue | None = None) -> NightlyReport:
+    """The night, decided: the fork's files are written by `write_refresh`. QUEUE: already loaded."""
+    queue = Queue.load(project) if queue is None else queue
     mirror = Mirror.open(project, options.upstream)
     locked = mirror.locked_commit
     warnings, warn = collect_warnings(hooks)
 
-    # The apply's pin guard runs before any work; the lock itself is written here, once, after
-    # the refreshed patches, so an interruption never leaves a lock naming other patch bytes.
+    # The apply's pin guard runs before any work; the lock itself is written by write_refresh,
+    # once, after the refreshed patches, so an interruption never leaves a lock naming other bytes.
     applied = run_apply(project, ApplyOptions(
         spec=options.spec, upstream=options.upstream, fetch=options.fetch, fuzz=options.fuzz,
         output=options.output, force=options.force, check=True, build=options.build,
@@ -106,22 +115,40 @@ def run_nightly(project: Project, options: NightlyOptions, hooks: Hooks = Hooks(
 
 def _refresh(project: Project, mirror: Mirror, queue: Queue, report: NightlyReport,
              options: NightlyOptions) -> NightlyReport:
-    """A good night: the patches regenerated from their commits, then the lock moved to them."""
+    """A good night: the patches regenerated from their commits, and the lock that names them."""
     refreshed: list[Refreshed] = []
     hashes = {p.name: p.sha256 for p in report.apply.patches}
     if options.refresh:
         with mirror.locked():
             refreshed = refresh_queue(mirror, queue, report.apply.patches)
-            write_refreshed(project, refreshed)
-            rekey_bases(mirror, refreshed)
+            rekey_bases(mirror, refreshed)  # new keys beside the old: harmless if nothing is written
         hashes = {r.name: r.new_sha256 for r in refreshed}
-    moved = False
-    if options.update_lock:
-        lock = Lock(mirror.url, report.apply.upstream_commit, hashes, report.apply.tree, __version__)
-        moved = lock != project.lock()
-        if moved:
-            lock.write(project.lock_path)
-    return replace(report, refreshed=tuple(refreshed), lock_moved=moved)
+    lock = Lock(mirror.url, report.apply.upstream_commit, hashes, report.apply.tree, __version__)
+    moved = options.update_lock and lock != project.lock()
+    return replace(report, refreshed=tuple(refreshed), lock_moved=moved, lock=lock if moved else None)
+
+
+def write_refresh(project: Project, report: NightlyReport) -> None:
+    """Write the refreshed patches into patches/, each whole, then the lock; a failure says what was
+    written and what was not."""
+    try:
+        write_refreshed(project, report.refreshed)
+        testpoint.pause("night-write")
+        if report.lock is not None:
+            report.lock.write(project.lock_path)
+    except (OSError, PatchkitError) as exc:
+        written = [r.name for r in report.refreshed if r.change is not Change.UNCHANGED and _holds(project, r)]
+        done = f"patches/ has the refreshed {', '.join(written)}" if written else "patches/ is unchanged"
+        raise EnvironmentProblem(f"the night's refresh stopped half way: {done}, patchkit.lock was not "
+                                 f"moved, no report was written ({exc})",
+                                 "free the space or fix the permissions, then rerun the night") from None
+
+
+def _holds(project: Project, refreshed: Refreshed) -> bool:
+    try:
+        return (project.patches_dir / refreshed.name).read_bytes() == refreshed.data
+    except OSError:
+        return False
 
 
 def _blame_builds(project: Project, mirror: Mirror, upstream_commit: str, builds: BuildReport,

@@ -22,8 +22,9 @@ from typing import Callable, Mapping
 
 from patchkit.ci.github import GitHub, GitHubConfig, PatchProblem
 from patchkit.errors import PatchkitError
-from patchkit.fileio import append, atomic_write
-from patchkit.nightly.night import NightlyReport
+from patchkit.fileio import append, atomic_file, atomic_write
+from patchkit.nightly.night import NightlyReport, write_refresh
+from patchkit.nightly.refresh import Change
 from patchkit.project import Project
 from patchkit.queue import Queue
 from patchkit.targets import Places, Target, check
@@ -44,8 +45,8 @@ class Destinations:
     run_url: str | None  # the Actions run, linked from each issue
 
     @classmethod
-    def check(cls, project: Project, report_dir: Path | None, github_issues: bool, places: Places,
-              environ: Mapping[str, str] = os.environ) -> Destinations:
+    def check(cls, project: Project, queue: Queue, report_dir: Path | None, github_issues: bool,
+              places: Places, environ: Mapping[str, str] = os.environ) -> Destinations:
         """Everything the night will write, checked before the work (exit 2 when it cannot be):
         the report folder (None: the default, in patchkit's own .patchkit/, where every file is
         patchkit's even from before manifests) and the summary against PLACES (patchkit.targets),
@@ -54,7 +55,7 @@ class Destinations:
         report_dir = check(project.state_dir / NIGHTLY if own else report_dir, Target.FOLDER, places)
         summary = environ.get("GITHUB_STEP_SUMMARY")
         check(summary or None, Target.FILE, places)
-        names = [*REPORT_FILES, *(f"{PATCHES}/{patch.name}" for patch in Queue.load(project).patches)]
+        names = [*REPORT_FILES, *(f"{PATCHES}/{patch.name}" for patch in queue.patches)]
         for name in (*names, MANIFEST):  # each file too: a symlink in the folder may lead anywhere
             check(report_dir / name, Target.FILE, places)
         ours = _read_manifest(report_dir)
@@ -82,14 +83,15 @@ class Rendered:
 
 def publish(project: Project, report: NightlyReport, rendered: Rendered, where: Destinations,
             warn: Callable[[str], None], progress: Callable[[str], None] | None = None) -> None:
-    """Write the night's outputs to WHERE. A GitHub call that fails is a warning: the reports are
-    written, the exit code stays the night's, and the next night updates the issues again.
-    PROGRESS: what each GitHub call is waiting for."""
+    """Write the night: its report files, staged before patches/ and the lock change and renamed
+    into place after (`write_refresh`), so that a report never tells of a lock that did not move;
+    then the step summary and GitHub. A GitHub call that fails is a warning: the exit code stays
+    the night's, and the next night updates the issues again. PROGRESS: what each GitHub call is
+    waiting for."""
     files = {name: text.encode() for name, text in zip(REPORT_FILES, (rendered.json, rendered.markdown,
                                                                       rendered.junit))}
-    files.update({f"{PATCHES}/{entry.name}": (project.patches_dir / entry.name).read_bytes()
-                  for entry in report.refreshed})
-    _replace_files(where.report_dir, files)
+    files.update({f"{PATCHES}/{r.name}": r.data for r in report.refreshed if r.change is not Change.UNCHANGED})
+    _replace_files(where.report_dir, files, lambda: write_refresh(project, report))
     if where.step_summary is not None:
         append(where.step_summary, rendered.markdown + "\n")
     if where.github is not None:
@@ -99,9 +101,10 @@ def publish(project: Project, report: NightlyReport, rendered: Rendered, where: 
             warn(f"GitHub issues not updated: {exc}")
 
 
-def _replace_files(folder: Path, files: Mapping[str, bytes]) -> None:
-    """Write FILES (path in FOLDER -> bytes) and remove what an earlier run wrote there. The
-    manifest lists both while the files change, so that a run killed half way leaves none unlisted."""
+def _replace_files(folder: Path, files: Mapping[str, bytes], between: Callable[[], None]) -> None:
+    """Write FILES (path in FOLDER -> bytes) and remove what an earlier run wrote there; BETWEEN runs
+    once they are all staged, before any is renamed into place (none is, if it fails). The manifest
+    lists both while the files change, so that a run killed half way leaves none unlisted."""
     earlier = {(path, digest) for path, digest in _read_manifest(folder)
                if _is_ours(folder, path, [(path, digest)])}
     now = {(path, hashlib.sha256(data).hexdigest()) for path, data in files.items()}
@@ -111,8 +114,10 @@ def _replace_files(folder: Path, files: Mapping[str, bytes]) -> None:
         if (folder / path).parent != folder:
             with contextlib.suppress(OSError):  # not empty: this run's or someone else's files are in it
                 (folder / path).parent.rmdir()
-    for path, data in files.items():
-        atomic_write(folder / path, data)
+    with contextlib.ExitStack() as staged:
+        for path, data in files.items():
+            staged.enter_context(atomic_file(folder / path)).write(data)
+        between()
     _write_manifest(folder, now)
 
 
