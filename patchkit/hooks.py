@@ -16,7 +16,7 @@ class Hooks:
 
     progress: Callable[[str], None] | None = None
     warn: Callable[[str], None] | None = None
-    build_progress: Any = None
+    build_progress: Any = None  # a patchkit.backends.BuildProgress (backends sit above this module)
 
 
 def collect_warnings(hooks: Hooks) -> tuple[list[str], Callable[[str], None]]:

@@ -15,9 +15,15 @@ import sys
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from patchkit.errors import EnvironmentProblem, PatchkitError
+
+if TYPE_CHECKING:
+    from patchkit.backends import BuildResult
+    from patchkit.checks import CheckReport
+    from patchkit.smoke.attribution import Attribution
+    from patchkit.smoke.driver import RunResult
 
 SMOKE_SUFFIX = "-smoke"
 # Line tables only: addresses map to file:line while the code stays what the recipe ships.
@@ -29,10 +35,10 @@ SERVER = "llama-server"
 class SmokeReport:
     tree: Path
     backend: str
-    build: Any  # patchkit.backends.BuildResult of the smoke build
-    runs: tuple = ()  # patchkit.smoke.driver.RunResult, one per server run
-    attribution: Any = None  # patchkit.smoke.attribution.Attribution, when the server ran
-    static: Any = None  # patchkit.checks.CheckReport: the sites the calls are joined to
+    build: BuildResult  # of the smoke build
+    runs: tuple[RunResult, ...] = ()  # one per server run
+    attribution: Attribution | None = None  # when the server ran
+    static: CheckReport | None = None  # the sites the calls are joined to
     seconds: float = 0.0  # the scenario, not the build
     detail: str = ""  # why the smoke could not judge, when it could not
     passed: bool = field(init=False)
