@@ -8,7 +8,6 @@ after upstream moved on; where git am -3 places it right, patchkit places it on 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
