@@ -246,6 +246,7 @@ class Mirror:
                 return fields[i + 2]
         return None
 
+
 def _unwritable(folder: Path, exc: OSError) -> EnvironmentProblem:
     return EnvironmentProblem(f"cannot write the cache folder {folder}: {exc.strerror}",
                               "set `cache:` in patchkit.yaml (or XDG_CACHE_HOME) to a writable folder")

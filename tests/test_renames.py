@@ -6,17 +6,20 @@ added elsewhere is no move: `missing-file`, where git am -3 writes the patch int
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import pytest
 
-from conftest import write_project
+from conftest import assert_matches_schema, write_project
 from git_am import git_am_3
 from patchkit import git
 from patchkit.apply import Verdict
 from patchkit.pipeline import ApplyOptions, run_apply
 from patchkit.project import Project
+from patchkit.report import to_json
+from patchkit.report.check import to_markdown
 from test_apply_edges import commit, make_patches, replace, upstream_repo
 
 OLD = "tools/server/server-queue.cpp"
@@ -99,6 +102,8 @@ def test_a_file_upstream_moved_is_patched_where_it_went_as_git_am_3_does(tmp_pat
     # The patch's site rule, written for the old path, checked the file where it went.
     (rule,) = report.checks.rules
     assert (rule.file, rule.renamed_from, rule.found, rule.passed) == (NEW, OLD, 1, True)
+    assert f"`{NEW} (followed rename from {OLD})`" in to_markdown(report.checks)
+    assert_matches_schema(json.loads(to_json("check", report.checks)))
     # The commit is the same on every run of the same queue on the same upstream commit.
     _, again = apply(tmp_path / "again", upstream, patch)
     assert again.tip == report.tip and again.patches[0].commit == result.commit
