@@ -444,6 +444,8 @@ class Applier:
         self.tree = WorkTree(reader, mirror.path, revision.commit)
         self._failed = _FailedRanges()
         self._bases = mirror.base_commits()
+        self._moves: dict[str, str | None] = {}  # a path upstream lacks -> where it moved
+        self.renames: dict[str, str] = {}  # old path -> new, for every file a patch followed there
 
     def apply(self, patch: Patch) -> _Applied:
         hunks: list[HunkVerdict] = []
@@ -473,23 +475,50 @@ class Applier:
             return _every_hunk(fc, Verdict.CONFLICT, blocked_path), {}
         if fc.old_path is None:
             return self._create(fc)
-        current = self.tree.read(fc.old_path)
+        at, bases = fc.old_path, lambda f: self._base(f, recorded)
+        current = self.tree.read(at)
         if current is None:
-            target = self.mirror.rename_target(fc.old_path, self.revision.commit)
-            detail = f"upstream moved it to {target}" if target else "upstream has no such file"
-            return _every_hunk(fc, Verdict.MISSING_FILE, detail), {}
+            moved, base, why = self._moved(fc, recorded)
+            if why:
+                return _every_hunk(fc, Verdict.MISSING_FILE, why), {}
+            at, bases, current = moved, lambda f: base, self.tree.read(moved)
         if fc.binary:
             verdicts, content = _apply_binary(fc, current)
         else:
-            verdicts, content = apply_file(fc, current, lambda f: self._base(f, recorded), self.fuzz)
+            verdicts, content = apply_file(fc, current, bases, self.fuzz)
+        if at != fc.old_path:
+            verdicts = _followed(verdicts, f"followed rename {fc.old_path} → {at}")
         if content is None:
             return verdicts, {}
+        if at != fc.old_path:
+            self.renames[fc.old_path] = at
         if fc.new_path is None:
-            return verdicts, {fc.old_path: None}
-        changes: Changes = {fc.new_path: (fc.new_mode or self.tree.mode(fc.old_path) or "100644", content)}
-        if fc.new_path != fc.old_path:
-            changes[fc.old_path] = None
+            return verdicts, {at: None}
+        path = fc.new_path if at == fc.old_path else at
+        changes: Changes = {path: (fc.new_mode or self.tree.mode(at) or "100644", content)}
+        if path != at:
+            changes[at] = None
         return verdicts, changes
+
+    def _moved(self, fc: FileChange, recorded: str | None) -> tuple[str, Base | None, str]:
+        """Where upstream moved a file it no longer has, as git's rename detection sees it, and
+        the patch's base to merge it there with; else why the patch does not follow it."""
+        path = fc.old_path or ""
+        if path not in self._moves:
+            self._moves[path] = self.mirror.rename_target(path, self.revision.commit)
+        moved = self._moves[path]
+        if moved is None:
+            return "", None, "upstream has no such file"
+        if self.tree.read(moved) is None:
+            return "", None, f"upstream moved it to {moved}, which is gone too"
+        if fc.new_path not in (fc.old_path, None):
+            return "", None, f"upstream moved it to {moved}, the patch to {fc.new_path}"
+        base = self._base(fc, recorded)
+        if base is None and not fc.binary:  # a binary patch names its exact blob: no base needed
+            return "", None, (f"upstream moved it to {moved}; the patch's base is unknown (its index "
+                              "blobs are not in the mirror, and no earlier good run kept one), so "
+                              "the move is not followed")
+        return moved, base, ""
 
     def _not_a_folder(self, path: str, earlier: Changes) -> str | None:
         """Why a folder of PATH is none in the tree (a symbolic link or a file, upstream's or one
@@ -552,6 +581,13 @@ class Applier:
         return marked
 
 
+def _followed(verdicts: list[HunkVerdict], rename: str) -> list[HunkVerdict]:
+    """Verdicts on a file upstream moved: a hunk placed there was placed by the patch's base
+    (as git am -3 merges it), so it is merged; every detail names the rename."""
+    return [replace(v, verdict=Verdict.MERGED if v.verdict in (Verdict.CLEAN, Verdict.OFFSET) else v.verdict,
+                    detail="; ".join(filter(None, [rename, v.detail]))) for v in verdicts]
+
+
 def _every_hunk(fc: FileChange, verdict: Verdict, detail: str) -> list[HunkVerdict]:
     """One verdict for all of a file's hunks (a binary file counts as one hunk)."""
     return [HunkVerdict(fc.path, h.index, verdict, h.old_start, detail=detail) for h in fc.hunks] or \
@@ -601,6 +637,7 @@ class AppliedQueue:
     tip: str  # the last patch's commit (the upstream commit when nothing applied)
     tree: str  # the tip's tree
     repo: Path  # a scratch repository borrowing the mirror's objects: read the commits there
+    renames: dict[str, str] = field(default_factory=dict)  # old path -> new, of files followed where upstream moved them
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -651,7 +688,7 @@ def apply_queue(mirror: Mirror, revision: Revision, patches: Sequence[Patch], fu
         testpoint.pause("fast-import")
         tip = ids[-1] if ids else revision.commit
         yield AppliedQueue(mirror, revision, tuple(replace(a.result, commit=commits.get(a.patch.name)) for a in applied),
-                           tip, git.run(["rev-parse", f"{tip}^{{tree}}"], cwd=repo), repo)
+                           tip, git.run(["rev-parse", f"{tip}^{{tree}}"], cwd=repo), repo, applier.renames)
 
 
 def _stream(revision: Revision, applied: Sequence[_Applied], ref: str) -> bytes:

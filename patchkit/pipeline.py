@@ -184,7 +184,7 @@ def _run_checks(project: Project, patches: list[Patch], applied: AppliedQueue) -
     from patchkit.checks import run_checks
 
     with git.ObjectReader(applied.repo) as reader:
-        return run_checks(rules, lambda path: reader.read(applied.tip, path))
+        return run_checks(rules, lambda path: reader.read(applied.tip, path), renames=applied.renames)
 
 
 def _recipes(project: Project, backends: tuple[str, ...]) -> list[Recipe]:

@@ -220,11 +220,25 @@ class Mirror:
                 "move backwards or sideways", "name a newer upstream ref, or pass --allow-rewind") from None
 
     def rename_target(self, path: str, commit: str) -> str | None:
-        """Where upstream moved PATH, by git's rename detection on the commit that removed it."""
-        gone_in = git.run(["log", "-1", "--format=%H", commit, "--", path], cwd=self.path)
-        if not gone_in:
-            return None
-        out = git.run(["diff-tree", "-r", "-M", "--name-status", "-z", f"{gone_in}^", gone_in],
+        """Where upstream moved PATH, which COMMIT lacks: git's rename detection on the commit
+        that removed it, followed through later moves; None when no commit moved it.
+
+        Only a move made in one commit counts. A file deleted in one commit and a similar one
+        added in another are two changes, not a move (git am -3 takes them for one, and even a
+        similar file that was there all along: its base tree holds only the patch's files)."""
+        moved: str | None = None
+        seen = {path}
+        while git.run(["rev-parse", "--verify", "--quiet", f"{commit}:{path}"], cwd=self.path, check=False) == "":
+            gone_in = git.run(["log", "-1", "--format=%H", commit, "--", path], cwd=self.path)
+            target = self._moved_in(gone_in, path) if gone_in else None
+            if target is None or target in seen:
+                break
+            moved = path = target
+            seen.add(target)
+        return moved
+
+    def _moved_in(self, commit: str, path: str) -> str | None:
+        out = git.run(["diff-tree", "-r", "-M", "--name-status", "-z", f"{commit}^", commit],
                       cwd=self.path, check=False)
         fields = out.split("\0")
         for i, status in enumerate(fields):

@@ -136,7 +136,8 @@ def test_missing_file_names_the_rename_target(project):
     report = apply(project, "scenario/renamed")
     patch = report.patches[0]
     assert patch.verdict is Verdict.MISSING_FILE
-    assert all(h.detail == "upstream moved it to tools/server/server-context-impl.cpp" for h in patch.hunks)
+    assert all(h.detail.startswith("upstream moved it to tools/server/server-context-impl.cpp; the patch's base is "
+                                   "unknown") for h in patch.hunks)  # the seed patch's index blobs are not in the fixture
 
 
 def test_members_added_conflict_then_fuzz_then_merge_from_recorded_base(project, upstream):

@@ -93,7 +93,7 @@ def test_funcname_at_the_top_of_the_file_is_empty():
 def test_starts_function_and_is_cpp():
     assert starts_function("void f() {") and starts_function("_x") and starts_function("$y")
     assert not any(starts_function(s) for s in ("", " f()", "\tf()", "{", "#define X", "é()", "1x"))
-    assert all(is_cpp(p) for p in ("a/b.cpp", "x.H", "k.cu", "k.cuh", "a.c++", "m.mm", "t.TPP", "x.inl"))
+    assert all(is_cpp(p) for p in ("a/b.cpp", "x.H", "k.cu", "k.cuh", "a.c++", "t.TPP", "x.inl"))
     assert not any(is_cpp(p) for p in ("CMakeLists.txt", "a.py", "cpp", "notes.cpp.txt", "x.cs"))
 
 

@@ -71,6 +71,7 @@ class RuleResult:
     messages: tuple[str, ...]  # problems of the rule as a whole (count, file); sites carry their own
     sites: tuple[SiteReport, ...]
     regions: tuple[Region, ...]  # of the rule's file
+    renamed_from: str | None = None  # the rule's own file, when the apply followed upstream's move of it to `file`
 
 
 @dataclass(frozen=True)

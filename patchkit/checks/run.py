@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Callable
+from dataclasses import replace
+from typing import Callable, Mapping
 
 from patchkit.checks.cpp import Binding, Call, CppFile, Flags
 from patchkit.checks.results import CheckReport, Region, RuleResult, SiteReport, SiteStatus, flag_shortener
@@ -12,8 +13,14 @@ from patchkit.checks.rules import Rule
 Reader = Callable[[str], "bytes | None"]  # path in the tree -> contents, None when absent
 
 
-def run_checks(rules: list[Rule], read: Reader, *, target: str = "") -> CheckReport:
-    """Check RULES against the files READ returns; each file is parsed and queried once."""
+def run_checks(rules: list[Rule], read: Reader, *, target: str = "",
+               renames: Mapping[str, str] | None = None) -> CheckReport:
+    """Check RULES against the files READ returns; each file is parsed and queried once.
+    RENAMES: old path -> new, for files the apply followed to where upstream moved them; a rule
+    on such a file checks it there, and says so."""
+    renames = renames or {}
+    renamed_from = {rule.id: rule.file for rule in rules if rule.file in renames}
+    rules = [replace(rule, file=renames.get(rule.file, rule.file)) for rule in rules]
     names: dict[str, set[str]] = defaultdict(set)
     for rule in rules:
         names[rule.file].update(rule.calls)
@@ -23,8 +30,9 @@ def run_checks(rules: list[Rule], read: Reader, *, target: str = "") -> CheckRep
         files[path] = CppFile(source, frozenset(calls)) if source is not None else None
     # Rules on one file ask about the same receivers (bound-to and not-bound-to): bind each once.
     bindings: dict[str, dict[int, Binding]] = defaultdict(dict)
-    return CheckReport(target=target, rules=tuple(_check(rule, files[rule.file], bindings[rule.file])
-                                                  for rule in rules))
+    return CheckReport(target=target, rules=tuple(
+        replace(_check(rule, files[rule.file], bindings[rule.file]), renamed_from=renamed_from.get(rule.id))
+        for rule in rules))
 
 
 def _check(rule: Rule, file: CppFile | None, bindings: dict[int, Binding]) -> RuleResult:

@@ -206,7 +206,7 @@ class _Prober:
             applier, _ = self._applier(commit, -1)
             for j in range(i + 1):
                 applier.apply(self.patches[j])
-        return run_checks(self.rules[i], applier.tree.read).passed
+        return run_checks(self.rules[i], applier.tree.read, renames=applier.renames).passed
 
     def _applier(self, commit: str, i: int) -> tuple[Applier, int]:
         """COMMIT's applier if it has applied no further than patch I, else a fresh one."""

@@ -39,7 +39,7 @@ def render_terminal(report: CheckReport, console: Console, *, quiet: bool = Fals
         for header in ("rule", "file", "expected", "found", "verdict"):
             rules.add_column(header, no_wrap=True)
         for rule in report.rules:
-            rules.add_row(escape(rule.id), escape(rule.file), "-" if rule.expected is None else str(rule.expected),
+            rules.add_row(escape(rule.id), escape(_file(rule)), "-" if rule.expected is None else str(rule.expected),
                           str(rule.found), "[green]pass[/]" if rule.passed else "[red]fail[/]")
         console.print(rules)
         for line in _problems(report):
@@ -75,7 +75,7 @@ def upstream_verdict(report: CheckReport) -> str:
 def to_markdown(report: CheckReport) -> str:
     out = [f"# patchkit check\n\n**{verdict(report)}**\n\n"]
     out.append(md_table(["rule", "file", "expected", "found", "verdict"], [
-        [r.id, f"`{r.file}`", "-" if r.expected is None else str(r.expected), str(r.found),
+        [r.id, f"`{_file(r)}`", "-" if r.expected is None else str(r.expected), str(r.found),
          "pass" if r.passed else "**fail**"] for r in report.rules]))
     problems = _problems(report)
     if problems:
@@ -89,6 +89,10 @@ def to_markdown(report: CheckReport) -> str:
     if regions:
         out.append("\n## Not read as code\n\n" + "".join(f"- `{f}` {_region(g)}\n" for f, g in regions))
     return "".join(out)
+
+
+def _file(rule: RuleResult) -> str:
+    return f"{rule.file} (followed rename from {rule.renamed_from})" if rule.renamed_from else rule.file
 
 
 def to_junit(report: CheckReport) -> str:
