@@ -75,11 +75,22 @@ class CppScopes:
         return "::".join(reversed(names))
 
 
+def function_declarator(function: Node, kinds: tuple[str, ...] = ("function_declarator",)) -> Node | None:
+    """The declarator of FUNCTION (a function_definition) that holds its name and parameters,
+    under those of a pointer or reference return (`int & f()`, `T *& g()`)."""
+    declarator = function.child_by_field_name("declarator")
+    while declarator is not None and declarator.type not in kinds:
+        # tree-sitter-cpp's reference_declarator has no `declarator` field: the declarator is its
+        # last named child
+        declarator = declarator.child_by_field_name("declarator") or (
+            declarator.named_children[-1] if declarator.type == "reference_declarator" and
+            declarator.named_children else None)
+    return declarator
+
+
 def _scope_name(node: Node) -> str:
     if node.type == "function_definition":
-        declarator = node.child_by_field_name("declarator")
-        while declarator is not None and declarator.type != "function_declarator":
-            declarator = declarator.child_by_field_name("declarator")  # pointer and reference returns
+        declarator = function_declarator(node)
         name = declarator.child_by_field_name("declarator") if declarator is not None else None
         return " ".join(name.text.decode(errors="replace").split()) if name is not None else "(function)"
     if node.type in _NAMED_SCOPES and node.child_by_field_name("body") is not None:

@@ -183,10 +183,6 @@ def test_an_out_of_class_definition_is_named_as_written():
     assert CppScopes(lines).scope_at(at + 1) == "llama::server::slot_free2"
 
 
-@pytest.mark.xfail(strict=True, reason="scopes._scope_name follows a function's declarator through "
-                   "the `declarator` field, which tree-sitter-cpp's reference_declarator does not have: "
-                   "a function returning a reference is named '(function)', so every such method of a "
-                   "class shares one scope name")
 def test_a_function_returning_a_reference_is_named():
     assert scope_of(CPP)["return id;"] == "llama::server::slot::ref"
 
