@@ -24,7 +24,7 @@ from patchkit import binary, git, ladder, testpoint
 from patchkit.errors import EnvironmentProblem, PatchkitError
 from patchkit.git import ObjectReader
 from patchkit.queue import FileChange, Hunk, Patch
-from patchkit.scopes import CppScopes, funcname_at, is_cpp
+from patchkit.scopes import CppScopes, funcname_at, is_cpp, is_section_line, section_lines, written_as
 from patchkit.upstream import Mirror, Revision
 
 
@@ -188,6 +188,7 @@ class _FileLadder:
         self._base: list[Base | None] = []  # fetched once, when first needed
         self._scopes: dict[str, CppScopes] = {}
         self._own_scope: dict[int, str | None] = {}
+        self._sections: dict[str, set[str]] = {}  # a hunk's section -> the file's lines it may name
         self.verdicts: dict[int, HunkVerdict] = {}
         self.places: dict[int, ladder.Place] = {}  # already-applied hunks too, as no-op places
         self.refusals: dict[int, str] = {}
@@ -225,14 +226,14 @@ class _FileLadder:
     def _line_steps(self, h: Hunk) -> bool:
         """Clean, already applied, offset or ambiguous by line matching; False: not decided."""
         exact = ladder.find_exact(h, self.lines)
-        # At the recorded line only git's section rule is asked (a parse per file would cost every
+        # At the recorded line only the section rules are asked (a parse per file would cost every
         # clean apply); a twin that moved exactly there is still no candidate.
-        if exact and self._in_section(h, exact.start):
+        if exact and self._fits_as_recorded(h, exact.start, h.old_lines):
             self.found(h, Verdict.CLEAN, exact)
             return True
         # The post-image where the patch put it settles it, whatever twins the file has.
         at_line = ladder.applied_at_recorded_line(h, self.lines)
-        if at_line and self._in_section(h, at_line.start):
+        if at_line and self._fits_as_recorded(h, at_line.start, h.new_lines):
             self.found(h, Verdict.ALREADY_APPLIED, at_line, detail="upstream has this change")
             return True
         moved = ladder.find_moved(h, self.lines, self.index, self.judge)
@@ -250,23 +251,48 @@ class _FileLadder:
             return False
         return True
 
-    def _in_section(self, h: Hunk, start: int) -> bool:
-        return not h.section or funcname_at(self.lines, start) == h.section
+    def _fits_as_recorded(self, h: Hunk, start: int, block: tuple[str, ...]) -> bool:
+        """Whether BLOCK, found at the recorded line START, is in the hunk's own section under any
+        tool's rule. A section cut so short that it begins several functions' lines does not say
+        which of them: then a copy of BLOCK in another of those functions leaves it undecided."""
+        if not h.section:
+            return True
+        named = _named_by(h.section, self.lines, start)
+        if named is None:
+            return False  # another function's, or the section's function is gone (a twin slid here)
+        if not self._cut_is_ambiguous(h.section, named):
+            return True
+        return not any(_named_by(h.section, self.lines, s) not in (None, named)
+                       for s in ladder.occurrences(block, self.lines, self.index) if s != start)
 
-    def judge(self, h: Hunk, start: int) -> str | None:
-        """Where a candidate place is, if that is another function than the hunk's own."""
+    def _cut_is_ambiguous(self, section: str, named: str) -> bool:
+        """Whether SECTION, written for the line NAMED, is a cut that other section lines of the
+        file begin with too."""
+        if section == named:
+            return False
+        if section not in self._sections:
+            self._sections[section] = {line.rstrip() for line in self.index
+                                       if line.startswith(section) and is_section_line(line)
+                                       and section in written_as(line)}
+        return len(self._sections[section]) > 1
+
+    def judge(self, h: Hunk, start: int) -> tuple[str, str] | None:
+        """Where a candidate place is, and why it is not the hunk's own, if it is not."""
         if not h.section:
             return None  # nothing names the hunk's function: today's rules
-        here = funcname_at(self.lines, start)
-        if here != h.section:
-            return f"`{here or 'the top of the file'}`; the patch names `{h.section}`"
+        named = _named_by(h.section, self.lines, start)
+        if named is None:
+            here = funcname_at(self.lines, start)
+            return f"`{here or 'the top of the file'}`", f"the patch names `{h.section}`"
+        if self._cut_is_ambiguous(h.section, named):
+            return (f"`{named}`", f"the patch names `{h.section}`, cut short: "
+                    f"{len(self._sections[h.section])} functions begin so, and it does not say which")
         own = self._own_function(h)
         if own is None:
             return None
         there = self._scopes_of("current", self.lines).scope_at(start + _anchor(h))
         if there != own:
-            return (f"`{there or 'file scope'}` (by a C++ parse); the patch's own place is in "
-                    f"`{own or 'file scope'}`")
+            return f"`{there or 'file scope'}` (by a C++ parse)", f"the patch's own place is in {_own(h, own)}"
         return None
 
     def _own_function(self, h: Hunk) -> str | None:
@@ -279,7 +305,7 @@ class _FileLadder:
                 place = ladder.find_exact(h, pre)
                 if place is None:
                     starts = [s for s in ladder.occurrences(h.old_lines, pre, ladder.line_index(pre))
-                              if funcname_at(pre, s) == h.section]
+                              if _named_by(h.section, pre, s) is not None]
                     place = ladder.Place(starts[0], 0, ()) if len(starts) == 1 else None
                 if place is not None:
                     self._own_scope[h.index] = self._scopes_of("pre", pre).scope_at(place.start + _anchor(h))
@@ -402,6 +428,20 @@ def _anchor(h: Hunk) -> int:
     return max(min(h.leading_context, len(h.old_lines) - 1), 0)
 
 
+def _named_by(section: str, lines: list[str], start: int) -> str | None:
+    """The line above 0-based START that SECTION was written for by one of the tools' rules (git's
+    default, git's cpp driver, GNU `diff -p`), whole; None when no rule gives SECTION there."""
+    return next((line for line in section_lines(lines, start) if section in written_as(line)), None)
+
+
+def _own(h: Hunk, scope: str) -> str:
+    """The hunk's own place for a message: its parse scope, and its section where the section
+    does not name that scope (git names every method of a class `private:`)."""
+    name = scope.rsplit("::", 1)[-1]
+    section = f" (its section: `{h.section}`)" if h.section and (not name or name not in h.section) else ""
+    return f"`{scope or 'file scope'}`{section}"
+
+
 def _ambiguity(moved: ladder.Search, applied: ladder.Search, what: str = "the pre-image") -> str:
     def lines(search: ladder.Search) -> str:
         starts = [p.start + 1 for p in search.places]
@@ -413,9 +453,15 @@ def _ambiguity(moved: ladder.Search, applied: ladder.Search, what: str = "the pr
 
 
 def _refusal(what: str, search: ladder.Search) -> str:
-    """Why the only matches were not taken (empty when there were none)."""
-    return "; ".join(f"the {what} is only found at line {start + 1}, in {where}"
-                     for start, where in search.refused)
+    """Why the matches found were not taken, in one sentence naming every place (empty when there
+    were none)."""
+    if not search.refused:
+        return ""
+    places = [f"line {r.start + 1}, in {r.where}" for r in search.refused]
+    whys = "; ".join(dict.fromkeys(r.why for r in search.refused if r.why))
+    head = (f"the {what} is only found at {places[0]}" if len(places) == 1 else
+            f"the {what} is found only in other functions: at {', at '.join(places[:-1])}, and at {places[-1]}")
+    return f"{head}; {whys}" if whys else head
 
 
 def _patch_verdict(hunks: list[HunkVerdict]) -> Verdict:

@@ -10,14 +10,19 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser
 
-# git's default funcname rule: the nearest line above the hunk that starts with a letter, '_' or
-# '$' (what it writes after the second "@@"), trimmed and cut at 80 bytes.
+# git's default funcname rule, and GNU `diff -p`'s: the nearest line above the hunk that starts
+# with a letter, '_' or '$'. git writes it trimmed and cut at 80 bytes, diff at 40.
 _FUNCNAME = re.compile(r"^[A-Za-z_$]")
+# git's `cpp` diff driver (userdiff.c): a jump target or access specifier (`private:`) is never a
+# section; any other line starting with a letter, '_' or '::' is.
+_CPP_SKIP = re.compile(r"^[ \t]*[A-Za-z_][A-Za-z_0-9]*:\s*($|/[/*])")
+_CPP_FUNCNAME = re.compile(r"^(::\s*)?[A-Za-z_]")
+_CUTS = (80, 40)  # git's cut, GNU diff's (bytes)
 _CPP_SUFFIXES = (".c", ".h", ".cc", ".hh", ".cpp", ".hpp", ".cxx", ".hxx", ".c++", ".h++",
                  ".cu", ".cuh", ".inl", ".ipp", ".tpp", ".m", ".mm")
 _NAMED_SCOPES = {"namespace_definition", "class_specifier", "struct_specifier", "union_specifier"}
@@ -25,17 +30,57 @@ _NAMED_SCOPES = {"namespace_definition", "class_specifier", "struct_specifier", 
 
 def funcname_at(lines: list[str], start: int) -> str:
     """git's section for a hunk whose pre-image starts at 0-based line START."""
-    for i in range(start - 1, -1, -1):
-        if _FUNCNAME.match(lines[i]):
-            # git cuts at 80 bytes, not characters
-            cut = lines[i].rstrip().encode("utf-8", errors="surrogateescape")[:80]
-            return cut.decode("utf-8", errors="surrogateescape").rstrip()
-    return ""
+    line = _nearest(lines, start, _is_funcname)
+    return _cut(line, 80) if line else ""
+
+
+def section_lines(lines: list[str], start: int) -> tuple[str, ...]:
+    """The lines a tool may name as the section of a hunk starting at 0-based line START, whole
+    (before any cut): that of git's default rule and GNU `diff -p`, and that of git's cpp driver."""
+    found = (_nearest(lines, start, _is_funcname), _nearest(lines, start, _is_cpp_funcname))
+    return tuple(dict.fromkeys(line.rstrip() for line in found if line))
+
+
+def written_as(line: str) -> frozenset[str]:
+    """Every section a tool writes for the section line LINE: whole, cut at git's 80 bytes or at
+    diff's 40 (bytes, or characters in a multibyte locale)."""
+    whole = line.rstrip()
+    return frozenset({whole, whole[:40].rstrip(), *(_cut(whole, n) for n in _CUTS)})
+
+
+def is_section_line(line: str) -> bool:
+    """A line some tool's rule names as a section."""
+    return _is_funcname(line) or _is_cpp_funcname(line)
 
 
 def starts_function(line: str) -> bool:
     """A line git's funcname rule would name as a section."""
+    return _is_funcname(line)
+
+
+def _is_funcname(line: str) -> bool:
     return bool(_FUNCNAME.match(line))
+
+
+def _is_cpp_funcname(line: str) -> bool:
+    return bool(_CPP_FUNCNAME.match(line)) and not _CPP_SKIP.match(line)
+
+
+def _nearest(lines: list[str], start: int, rule: Callable[[str], bool]) -> str:
+    for i in range(min(start, len(lines)) - 1, -1, -1):
+        if rule(lines[i]):
+            return lines[i]
+    return ""
+
+
+def _cut(line: str, size: int) -> str:
+    """LINE trimmed and cut at SIZE bytes; a UTF-8 character the cut would split is left out
+    whole, as git does."""
+    data = line.rstrip().encode("utf-8", errors="surrogateescape")
+    cut = len(data) if len(data) <= size else size
+    while 0 < cut < len(data) and data[cut] & 0xC0 == 0x80:  # data[cut] continues a character
+        cut -= 1
+    return data[:cut].decode("utf-8", errors="surrogateescape").rstrip()
 
 
 def is_cpp(path: str) -> bool:

@@ -68,8 +68,9 @@ def test_candidates_in_other_functions_are_no_candidates():
     lines = ["void f() {", *BLOCK, "}", "void g() {", *BLOCK, "}"]
     verdict, content = run(hunk(BLOCK, CHANGED, 40, section="void h() {"), lines)
     assert verdict.verdict is Verdict.CONFLICT and content is None
-    assert verdict.detail == ("the pre-image is only found at line 2, in `void f() {`; the patch names `void h() {`; "
-                              "the pre-image is only found at line 8, in `void g() {`; the patch names `void h() {`")
+    # one sentence, every place named (each is no longer called "the only" one)
+    assert verdict.detail == ("the pre-image is found only in other functions: at line 2, in `void f() {`, "
+                              "and at line 8, in `void g() {`; the patch names `void h() {`")
 
 
 def test_post_image_present_is_already_applied():

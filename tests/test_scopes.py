@@ -75,9 +75,6 @@ def test_funcname_agrees_with_git(tmp_path):
     assert got[22] == "label_with_trailing_space"
 
 
-@pytest.mark.xfail(strict=True, reason="git drops a UTF-8 character that its 80-byte cut "
-                   "would split (its own test 'diff hunk header truncation' pins that); funcname_at keeps the lone lead byte (surrogate-escaped), so its "
-                   "section never equals the one in a hunk header git wrote for such a line")
 def test_funcname_cut_inside_a_character_agrees_with_git(tmp_path):
     lines = ["void " + "x" * 74 + "ééé() {\n", "    tail();\n"]  # byte 80 is inside the first é
     [(start, section)] = git_sections(tmp_path, lines, [1])
