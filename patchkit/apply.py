@@ -238,6 +238,7 @@ class _FileLadder:
             return True
         moved = ladder.find_moved(h, self.lines, self.index, self.judge)
         applied = ladder.find_applied(h, self.lines, self.index, self.judge)
+        moved, applied = self._named_uniquely(h, moved), self._named_uniquely(h, applied)
         if len(moved.places) + len(applied.places) > 1:
             self.found(h, Verdict.AMBIGUOUS, None, detail=_ambiguity(moved, applied))
         elif moved.place:
@@ -276,17 +277,28 @@ class _FileLadder:
                                        and section in written_as(line)}
         return len(self._sections[section]) > 1
 
+    def _named_uniquely(self, h: Hunk, search: ladder.Search) -> ladder.Search:
+        """SEARCH, its one place refused when the hunk's section is a cut that begins several
+        functions' lines: the place may be a twin in another of them, the section cannot say.
+        (Several places stay: they are ambiguous anyway.)"""
+        place = search.place
+        if place is None or not h.section:
+            return search
+        start = place.start - min(place.fuzz, h.leading_context)  # where the whole hunk starts
+        named = _named_by(h.section, self.lines, start)
+        if named is None or not self._cut_is_ambiguous(h.section, named):
+            return search
+        why = (f"the patch names `{h.section}`, cut short: {len(self._sections[h.section])} functions' "
+               "lines begin so, and it does not say which")
+        return ladder.Search((), search.refused + (ladder.Refused(start, f"`{named}`", why),))
+
     def judge(self, h: Hunk, start: int) -> tuple[str, str] | None:
         """Where a candidate place is, and why it is not the hunk's own, if it is not."""
         if not h.section:
             return None  # nothing names the hunk's function: today's rules
-        named = _named_by(h.section, self.lines, start)
-        if named is None:
+        if _named_by(h.section, self.lines, start) is None:
             here = funcname_at(self.lines, start)
             return f"`{here or 'the top of the file'}`", f"the patch names `{h.section}`"
-        if self._cut_is_ambiguous(h.section, named):
-            return (f"`{named}`", f"the patch names `{h.section}`, cut short: "
-                    f"{len(self._sections[h.section])} functions begin so, and it does not say which")
         own = self._own_function(h)
         if own is None:
             return None
@@ -386,6 +398,7 @@ class _FileLadder:
 
     def _fuzz_or_fail(self, h: Hunk) -> None:
         fuzzed = ladder.find_fuzzed(h, self.lines, self.index, self.fuzz, self.judge) if self.fuzz else ladder.Search()
+        fuzzed = self._named_uniquely(h, fuzzed)
         if fuzzed.place:
             self.found(h, Verdict.FUZZED, fuzzed.place, fuzz=fuzzed.place.fuzz,
                        detail=f"placed ignoring {fuzzed.place.fuzz} context line(s) at each end")
