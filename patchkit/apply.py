@@ -188,6 +188,7 @@ class _FileLadder:
         self._base: list[Base | None] = []  # fetched once, when first needed
         self._scopes: dict[str, CppScopes] = {}
         self._own_scope: dict[int, str | None] = {}
+        self._own_start: dict[int, int] = {}  # where the hunk's place is in the base's pre-image
         self._sections: dict[str, set[str]] = {}  # a hunk's section -> the file's lines it may name
         self.verdicts: dict[int, HunkVerdict] = {}
         self.places: dict[int, ladder.Place] = {}  # already-applied hunks too, as no-op places
@@ -321,7 +322,25 @@ class _FileLadder:
                     place = ladder.Place(starts[0], 0, ()) if len(starts) == 1 else None
                 if place is not None:
                     self._own_scope[h.index] = self._scopes_of("pre", pre).scope_at(place.start + _anchor(h))
+                    self._own_start[h.index] = place.start
         return self._own_scope[h.index]
+
+    def _renamed(self, h: Hunk) -> str | None:
+        """The hunk's own function (C/C++) as upstream names it now, when the base shows it renamed:
+        the function's line, which the hunk's section names, is the one line upstream replaced
+        there. None when it was not renamed, or the base does not show it."""
+        own, start, base = self._own_function(h), self._own_start.get(h.index), self.base()
+        if not own or start is None or base is None:
+            return None
+        pre = _lines(base.pre)
+        named = _named_by(h.section, pre, start)
+        at = next((i for i in range(start - 1, -1, -1) if pre[i].rstrip() == named), None)
+        if at is None or self._scopes_of("pre", pre).scope_at(at) != own:
+            return None  # the section names a class or a label, not the function itself
+        replaced = next(((i1, i2, j1, j2) for i1, i2, j1, j2 in _differences(pre, self.lines) if i1 <= at < i2), None)
+        if replaced is None or replaced[1] - replaced[0] != 1 or replaced[3] - replaced[2] != 1:
+            return None  # the line is unchanged, or went with others around it
+        return self._scopes_of("current", self.lines).scope_at(replaced[2]) or None
 
     def _scopes_of(self, key: str, lines: list[str]) -> CppScopes:
         if key not in self._scopes:
@@ -371,6 +390,7 @@ class _FileLadder:
         own = {self._own_function(h) for h in sectioned}
         if not sectioned or None in own:
             return None  # not C/C++, or a hunk's own place is unknown: nothing to compare with
+        own |= {self._renamed(h) for h in sectioned} - {None}
         current = self._scopes_of("current", self.lines)
         after = self._scopes_of("merged", merged)
         for i1, i2, j1, j2 in _differences(self.lines, merged):

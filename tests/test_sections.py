@@ -11,7 +11,7 @@ from pathlib import Path
 
 from conftest import git_identity
 
-from patchkit.apply import Verdict, apply_file
+from patchkit.apply import Base, Verdict, apply_file
 from patchkit.git import git_env
 from patchkit.queue import read_patch
 
@@ -181,6 +181,12 @@ def test_the_deleted_function_twin_is_refused_also_when_it_slides_into_the_recor
     assert verdicts[0].detail == ("the pre-image is only found at line 13, in `void first() {`; "
                                   "the patch names `void second() {`")
     assert git_apply(tmp_path, patch, "t.c", text(slid)) is not None  # git takes the twin: wrong
+    # A base shows second() deleted, not renamed: still refused.
+    (fc,) = read_patch(patch).files
+    after = edit(ORIGINAL[:10], {}) + edit(ORIGINAL[10:], {"    use(a);": "    use(a, b);"})
+    base = Base("the patch's index blob", text(ORIGINAL).encode(), text(after).encode())
+    verdicts, content = apply_file(fc, text(slid).encode(), lambda f: base, 0)
+    assert [v.verdict for v in verdicts] == [Verdict.CONFLICT] and content is None
 
 
 def test_a_twin_sliding_into_the_recorded_lines_of_a_function_still_there_is_refused(tmp_path):
@@ -215,6 +221,22 @@ def test_a_cut_section_that_begins_both_functions_never_moves_the_hunk(tmp_path)
     verdicts, content = patchkit(patch, text(before))
     assert [v.verdict for v in verdicts] == [Verdict.AMBIGUOUS] and content is None
     assert verdicts[0].detail == "the pre-image occurs at lines 2, 12; refusing to guess"
+
+
+def test_a_function_renamed_upstream_takes_the_hunk_only_when_a_base_shows_the_rename(tmp_path):
+    patch = second_patch(tmp_path)
+    after = edit(ORIGINAL[:10], {}) + edit(ORIGINAL[10:], {"    use(a);": "    use(a, b);"})
+    renamed = edit(ORIGINAL, {"void second() {": "void second_renamed() {"})
+    (fc,) = read_patch(patch).files
+    base = Base("the patch's index blob", text(ORIGINAL).encode(), text(after).encode())
+    verdicts, content = apply_file(fc, text(renamed).encode(), lambda f: base, 0)
+    assert [v.verdict for v in verdicts] == [Verdict.MERGED]
+    assert content == text(edit(after, {"void second() {": "void second_renamed() {"})).encode()
+    # Without a base, nothing shows the rename: the section names no function in the file.
+    verdicts, content = patchkit(patch, text(renamed))
+    assert [v.verdict for v in verdicts] == [Verdict.CONFLICT] and content is None
+    assert verdicts[0].detail == ("the pre-image is found only in other functions: at line 2, in `void first() {`, "
+                                  "and at line 13, in `void second_renamed() {`; the patch names `void second() {`")
 
 
 # -- messages ---------------------------------------------------------------------------------
