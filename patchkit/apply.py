@@ -24,7 +24,7 @@ from patchkit import binary, git, ladder, testpoint
 from patchkit.errors import EnvironmentProblem, PatchkitError
 from patchkit.git import ObjectReader
 from patchkit.queue import FileChange, Hunk, Patch
-from patchkit.scopes import CppScopes, funcname_at, is_cpp, is_section_line, section_lines, written_as
+from patchkit.scopes import CppScopes, funcname_at, is_cpp, section_lines, section_texts, written_as
 from patchkit.upstream import Mirror, Revision
 
 
@@ -273,9 +273,8 @@ class _FileLadder:
         if section == named:
             return False
         if section not in self._sections:
-            self._sections[section] = {line.rstrip() for line in self.index
-                                       if line.startswith(section) and is_section_line(line)
-                                       and section in written_as(line)}
+            self._sections[section] = {text for line in self.index if section in line
+                                       for text in section_texts(line) if section in written_as(text)}
         return len(self._sections[section]) > 1
 
     def _named_uniquely(self, h: Hunk, search: ladder.Search) -> ladder.Search:
@@ -305,7 +304,7 @@ class _FileLadder:
             return None
         there = self._scopes_of("current", self.lines).scope_at(start + _anchor(h))
         if there != own:
-            return f"`{there or 'file scope'}` (by a C++ parse)", f"the patch's own place is in {_own(h, own)}"
+            return f"`{there or 'file scope'}` (by a C++ parse)", f"the patch's own place is {_own(h, own)}"
         return None
 
     def _own_function(self, h: Hunk) -> str | None:
@@ -334,7 +333,7 @@ class _FileLadder:
             return None
         pre = _lines(base.pre)
         named = _named_by(h.section, pre, start)
-        at = next((i for i in range(start - 1, -1, -1) if pre[i].rstrip() == named), None)
+        at = next((i for i in range(start - 1, -1, -1) if named in section_texts(pre[i])), None)
         if at is None or self._scopes_of("pre", pre).scope_at(at) != own:
             return None  # the section names a class or a label, not the function itself
         replaced = next(((i1, i2, j1, j2) for i1, i2, j1, j2 in _differences(pre, self.lines) if i1 <= at < i2), None)
@@ -397,8 +396,8 @@ class _FileLadder:
             there = after.scope_at(j1) if j2 > j1 else current.scope_at(min(i1, len(self.lines) - 1))
             if there not in own:
                 return (f"put a change at line {j1 + 1}, in `{there or 'file scope'}` (by a C++ parse), "
-                        f"where the patch changes nothing; its hunks are in "
-                        + ", ".join(f"`{s or 'file scope'}`" for s in sorted(own)))
+                        f"where the patch changes nothing; its hunks are "
+                        + ", ".join(dict.fromkeys(_own(h, self._own_function(h) or "") for h in sectioned)))
         return None
 
     def _disagreements(self, merged: list[str], complete: bool) -> set[int]:
@@ -468,11 +467,13 @@ def _named_by(section: str, lines: list[str], start: int) -> str | None:
 
 
 def _own(h: Hunk, scope: str) -> str:
-    """The hunk's own place for a message: its parse scope, and its section where the section
-    does not name that scope (git names every method of a class `private:`)."""
+    """The hunk's own place for a message, by its section: the parse of the base is named beside
+    it where the section does not name the same function (git names every method `private:`, and
+    a parse that a macro misled may name a function for an enum's lines)."""
     name = scope.rsplit("::", 1)[-1]
-    section = f" (its section: `{h.section}`)" if h.section and (not name or name not in h.section) else ""
-    return f"`{scope or 'file scope'}`{section}"
+    if not h.section or (name and name in h.section):
+        return f"in `{scope or 'file scope'}`"
+    return f"under `{h.section}` (in `{scope or 'file scope'}` by a C++ parse of its base)"
 
 
 def _ambiguity(moved: ladder.Search, applied: ladder.Search, what: str = "the pre-image") -> str:

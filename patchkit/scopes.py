@@ -22,54 +22,68 @@ _FUNCNAME = re.compile(r"^[A-Za-z_$]")
 # section; any other line starting with a letter, '_' or '::' is.
 _CPP_SKIP = re.compile(r"^[ \t]*[A-Za-z_][A-Za-z_0-9]*:\s*($|/[/*])")
 _CPP_FUNCNAME = re.compile(r"^(::\s*)?[A-Za-z_]")
+# git's `python` diff driver: a class or def, indented or not, named without its indent.
+_PYTHON_FUNCNAME = re.compile(r"^[ \t]*((class|(async[ \t]+)?def)[ \t].*)$")
 _CUTS = (80, 40)  # git's cut, GNU diff's (bytes)
 _CPP_SUFFIXES = (".c", ".h", ".cc", ".hh", ".cpp", ".hpp", ".cxx", ".hxx", ".c++", ".h++",
                  ".cu", ".cuh", ".inl", ".ipp", ".tpp", ".m", ".mm")
 _NAMED_SCOPES = {"namespace_definition", "class_specifier", "struct_specifier", "union_specifier"}
 
 
+def _default_rule(line: str) -> str | None:
+    return line if _FUNCNAME.match(line) else None
+
+
+def _cpp_rule(line: str) -> str | None:
+    return line if _CPP_FUNCNAME.match(line) and not _CPP_SKIP.match(line) else None
+
+
+def _python_rule(line: str) -> str | None:
+    found = _PYTHON_FUNCNAME.match(line.rstrip("\n"))
+    return found.group(1) if found else None
+
+
+# What each tool's rule takes from a line as its section (None: the line is none): git's default
+# (and GNU `diff -p`'s), git's cpp driver, git's python driver.
+_RULES: tuple[Callable[[str], "str | None"], ...] = (_default_rule, _cpp_rule, _python_rule)
+
+
 def funcname_at(lines: list[str], start: int) -> str:
     """git's section for a hunk whose pre-image starts at 0-based line START."""
-    line = _nearest(lines, start, _is_funcname)
+    line = _nearest(lines, start, _default_rule)
     return _cut(line, 80) if line else ""
 
 
 def section_lines(lines: list[str], start: int) -> tuple[str, ...]:
-    """The lines a tool may name as the section of a hunk starting at 0-based line START, whole
-    (before any cut): that of git's default rule and GNU `diff -p`, and that of git's cpp driver."""
-    found = (_nearest(lines, start, _is_funcname), _nearest(lines, start, _is_cpp_funcname))
-    return tuple(dict.fromkeys(line.rstrip() for line in found if line))
+    """What a tool may name as the section of a hunk starting at 0-based line START, whole
+    (before any cut): one text for each rule (git's default and GNU `diff -p`, git's cpp and
+    python drivers)."""
+    return tuple(dict.fromkeys(found.rstrip() for rule in _RULES if (found := _nearest(lines, start, rule))))
+
+
+def section_texts(line: str) -> tuple[str, ...]:
+    """What the rules take from LINE as a section, whole (nothing when no rule names it)."""
+    return tuple(dict.fromkeys(found.rstrip() for rule in _RULES if (found := rule(line))))
 
 
 def written_as(line: str) -> frozenset[str]:
-    """Every section a tool writes for the section line LINE: whole, cut at git's 80 bytes or at
+    """Every section a tool writes for the section text LINE: whole, cut at git's 80 bytes or at
     diff's 40 (bytes, or characters in a multibyte locale)."""
     whole = line.rstrip()
     return frozenset({whole, whole[:40].rstrip(), *(_cut(whole, n) for n in _CUTS)})
 
 
-def is_section_line(line: str) -> bool:
-    """A line some tool's rule names as a section."""
-    return _is_funcname(line) or _is_cpp_funcname(line)
-
-
 def starts_function(line: str) -> bool:
     """A line git's funcname rule would name as a section."""
-    return _is_funcname(line)
+    return _default_rule(line) is not None
 
 
-def _is_funcname(line: str) -> bool:
-    return bool(_FUNCNAME.match(line))
-
-
-def _is_cpp_funcname(line: str) -> bool:
-    return bool(_CPP_FUNCNAME.match(line)) and not _CPP_SKIP.match(line)
-
-
-def _nearest(lines: list[str], start: int, rule: Callable[[str], bool]) -> str:
+def _nearest(lines: list[str], start: int, rule: Callable[[str], "str | None"]) -> str:
+    """What RULE takes from the nearest line above 0-based START it names ("" when none)."""
     for i in range(min(start, len(lines)) - 1, -1, -1):
-        if rule(lines[i]):
-            return lines[i]
+        found = rule(lines[i])
+        if found:
+            return found
     return ""
 
 

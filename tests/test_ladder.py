@@ -159,8 +159,9 @@ def test_a_cpp_twin_in_another_method_of_the_same_class_is_refused_and_the_merge
     clash = cls(BLOCK, ["    int a = 10;", "    int b = 2;", "    use(a, c);", "    done();"])
     verdicts, content = apply_file(fc, text(clash), lambda f: Base("b", text(pre), text(post)), 0)
     assert verdicts[0].verdict is Verdict.CONFLICT and content is None
+    # named by the hunk's section, the parse beside it (the section does not name the method)
     assert "the pre-image is only found at line 4, in `S::first` (by a C++ parse); the patch's own place " \
-           "is in `S::second`" in verdicts[0].detail
+           "is under `private:` (in `S::second` by a C++ parse of its base)" in verdicts[0].detail
 
 
 def test_line_steps_and_merge_must_agree():

@@ -143,6 +143,31 @@ def test_git_cpp_driver_sections_apply(tmp_path):
     assert content == git_apply(tmp_path, patch, "pool.cpp", text(moved))
 
 
+PYTHON = ["import os", "", "", "class Pool:", "    size = 0", "",
+          "    def reset(self):", "        self.size = 0", "        self.grow(0)", "        self.shrink(0)",
+          "        self.done()", "",
+          "    def fill(self, n):", "        self.size = n", "        self.grow(n)", "        self.shrink(0)",
+          "        self.done()", ""]
+
+
+def test_git_python_driver_sections_apply_and_twins_stay_refused(tmp_path):
+    """With `diff=python`, git names an indented method (its default rule names the class)."""
+    after = edit(PYTHON[:12], {}) + edit(PYTHON[12:], {"        self.done()": "        self.done(n)"})
+    patch = git_patch(tmp_path, "pool.py", text(PYTHON), text(after), "*.py diff=python\n")
+    assert sections(patch) == ["def fill(self, n):"]
+    verdicts, content = patchkit(patch, text(PYTHON))
+    assert [v.verdict for v in verdicts] == [Verdict.CLEAN] and content == text(after).encode()
+    moved = ["import sys", *PYTHON]
+    verdicts, content = patchkit(patch, text(moved))
+    assert [(v.verdict, v.offset) for v in verdicts] == [(Verdict.OFFSET, 1)]
+    assert content == text(["import sys", *after]).encode()
+    # fill() renamed upstream, and no base shows it: the section names no function in the file
+    gone = [line.replace("def fill(self, n):", "def refill(self, n):") for line in PYTHON]
+    verdicts, content = patchkit(patch, text(gone))
+    assert [v.verdict for v in verdicts] == [Verdict.CONFLICT] and content is None
+    assert "in `class Pool:`; the patch names `def fill(self, n):`" in verdicts[0].detail
+
+
 def test_a_section_git_cut_inside_a_utf8_character_applies(tmp_path):
     """git leaves out the character its 80-byte cut would split."""
     name = "void " + "x" * 74 + "ééé() {"
