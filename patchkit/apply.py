@@ -461,8 +461,8 @@ def _anchor(h: Hunk) -> int:
 
 
 def _named_by(section: str, lines: list[str], start: int) -> str | None:
-    """The line above 0-based START that SECTION was written for by one of the tools' rules (git's
-    default, git's cpp driver, GNU `diff -p`), whole; None when no rule gives SECTION there."""
+    """What SECTION was written for above 0-based START by one of the tools' rules (git's default
+    and GNU `diff -p`, git's cpp and python drivers), whole; None when no rule gives SECTION there."""
     return next((line for line in section_lines(lines, start) if section in written_as(line)), None)
 
 

@@ -1,9 +1,12 @@
-"""Which function a line belongs to: git's funcname rule, and for C and C++ a real parse.
+"""Which function a line belongs to: the section rules of the tools that write patches, and for
+C and C++ a real parse.
 
 The apply ladder asks this of every candidate place, so that a hunk never moves into another
-function because its own site changed upstream and a twin elsewhere still matches. git's rule
-(the `@@ ... @@ section` of a hunk) is cheap but weak in C++, where every method of a class gets
-the same `private:` line; the parse names the enclosing function itself.
+function because its own site changed upstream and a twin elsewhere still matches. The text after
+a hunk's `@@` depends on the tool that wrote it (git's default rule, a git diff driver's, GNU
+`diff -p`, each with its own cut), so a section is compared under each of them. Those rules are
+cheap but weak in C++, where every method of a class gets the same `private:` line; the parse
+names the enclosing function itself.
 """
 
 from __future__ import annotations
