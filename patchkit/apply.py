@@ -24,7 +24,8 @@ from patchkit import binary, git, ladder, testpoint
 from patchkit.errors import EnvironmentProblem, PatchkitError
 from patchkit.git import ObjectReader
 from patchkit.queue import FileChange, Hunk, Patch
-from patchkit.scopes import CppScopes, funcname_at, is_cpp, section_lines, section_texts, written_as
+from patchkit.scopes import (CppScopes, funcname_at, is_cpp, opened_by, section_lines, section_texts,
+                             written_as)
 from patchkit.upstream import Mirror, Revision
 
 
@@ -254,12 +255,14 @@ class _FileLadder:
         return True
 
     def _fits_as_recorded(self, h: Hunk, start: int, block: tuple[str, ...]) -> bool:
-        """Whether BLOCK, found at the recorded line START, is in the hunk's own section under any
-        tool's rule. A section cut so short that it begins several functions' lines does not say
-        which of them: then a copy of BLOCK in another of those functions leaves it undecided."""
+        """Whether BLOCK, found at the recorded line START, is in the hunk's own section: under any
+        tool's rule, or (a section no rule gives) inside the block the section's line opens. A
+        section naming nothing around START is another function's, or one gone while its twin slid
+        here. A section cut so short that it begins several functions' lines does not say which of
+        them: then a copy of BLOCK in another of those functions leaves it undecided."""
         if not h.section:
             return True
-        named = _named_by(h.section, self.lines, start)
+        named = _named_by(h.section, self.lines, start) or opened_by(self.lines, start, h.section)
         if named is None:
             return False  # another function's, or the section's function is gone (a twin slid here)
         if not self._cut_is_ambiguous(h.section, named):

@@ -27,6 +27,7 @@ _CPP_SKIP = re.compile(r"^[ \t]*[A-Za-z_][A-Za-z_0-9]*:\s*($|/[/*])")
 _CPP_FUNCNAME = re.compile(r"^(::\s*)?[A-Za-z_]")
 # git's `python` diff driver: a class or def, indented or not, named without its indent.
 _PYTHON_FUNCNAME = re.compile(r"^[ \t]*((class|(async[ \t]+)?def)[ \t].*)$")
+_NOT_CODE = ("//", "/*", "*", "#")
 _CUTS = (80, 40)  # git's cut, GNU diff's (bytes)
 _CPP_SUFFIXES = (".c", ".h", ".cc", ".hh", ".cpp", ".hpp", ".cxx", ".hxx", ".c++", ".h++",
                  ".cu", ".cuh", ".inl", ".ipp", ".tpp", ".m", ".mm")
@@ -67,6 +68,25 @@ def section_lines(lines: list[str], start: int) -> tuple[str, ...]:
 def section_texts(line: str) -> tuple[str, ...]:
     """What the rules take from LINE as a section, whole (nothing when no rule names it)."""
     return tuple(dict.fromkeys(found.rstrip() for rule in _RULES if (found := rule(line))))
+
+
+def opened_by(lines: list[str], start: int, section: str) -> str | None:
+    """The line above 0-based START that SECTION was written for, stripped, when START is inside
+    the block that line opens: every line between them is indented deeper (blank lines, comments
+    and preprocessor lines aside). For sections no known rule gives (another diff driver's, a
+    tool's own); a `}` or another definition at the line's indent ends its block."""
+    deepest = None  # the least indent of the lines passed
+    for i in range(min(start, len(lines)) - 1, -1, -1):
+        text = lines[i].strip()
+        if not text or text.startswith(_NOT_CODE):
+            continue
+        indent = len(lines[i]) - len(lines[i].lstrip())
+        if section in written_as(text):
+            return text if deepest is None or indent < deepest else None
+        deepest = indent if deepest is None else min(deepest, indent)
+        if deepest == 0:
+            return None
+    return None
 
 
 def written_as(line: str) -> frozenset[str]:

@@ -168,6 +168,31 @@ def test_git_python_driver_sections_apply_and_twins_stay_refused(tmp_path):
     assert "in `class Pool:`; the patch names `def fill(self, n):`" in verdicts[0].detail
 
 
+OBJC_BODY = ["    _size = 0;", "    [self grow:0];", "    [self shrink:0];", "    [self done];", "    [self log];",
+             "    [self flush];", "    [self sync];"]
+OBJC = ["#import <Foundation/Foundation.h>", "", "@implementation Pool", "",
+        "- (void)reset {", *OBJC_BODY, "}", "", "- (void)fill:(int)n {", *OBJC_BODY, "}", "", "@end", ""]
+
+
+def test_a_section_no_known_rule_gives_fits_where_it_opens_the_block(tmp_path):
+    """git's objc driver names an Objective-C method; none of the rules patchkit knows does. At its
+    recorded line the hunk applies when the section's line opens the block around it; the twin
+    method's lines sliding there (the method gone, or still below) are refused."""
+    after = OBJC[:14] + edit(OBJC[14:], {"    [self done];": "    [self done:n];"})
+    patch = git_patch(tmp_path, "pool.m", text(OBJC), text(after), "*.m diff=objc\n")
+    assert sections(patch) == ["- (void)fill:(int)n {"]
+    verdicts, content = patchkit(patch, text(OBJC))
+    assert [v.verdict for v in verdicts] == [Verdict.CLEAN] and content == text(after).encode()
+    filler = [f"// upstream's line {i}" for i in range(10)]
+    gone = filler + OBJC[:14] + OBJC[23:]
+    assert gone[15:22] == OBJC[15:22]  # reset()'s body where fill()'s was recorded
+    verdicts, content = patchkit(patch, text(gone))
+    assert [v.verdict for v in verdicts] == [Verdict.CONFLICT] and content is None
+    below = filler + OBJC[:14] + ["- (void)fill:(int)n {", "    _size = n;", "    [self grow:n];", "}", ""] + OBJC[24:]
+    verdicts, content = patchkit(patch, text(below))
+    assert [v.verdict for v in verdicts] == [Verdict.CONFLICT] and content is None
+
+
 def test_a_section_git_cut_inside_a_utf8_character_applies(tmp_path):
     """git leaves out the character its 80-byte cut would split."""
     name = "void " + "x" * 74 + "ééé() {"
