@@ -24,8 +24,7 @@ from patchkit import binary, git, ladder, testpoint
 from patchkit.errors import EnvironmentProblem, PatchkitError
 from patchkit.git import ObjectReader
 from patchkit.queue import FileChange, Hunk, Patch
-from patchkit.scopes import (CppScopes, funcname_at, is_cpp, opened_by, section_lines, section_texts,
-                             written_as)
+from patchkit.scopes import CppScopes, Sections, funcname_at, is_cpp, opened_by, section_texts, written_as
 from patchkit.upstream import Mirror, Revision
 
 
@@ -190,7 +189,8 @@ class _FileLadder:
         self._scopes: dict[str, CppScopes] = {}
         self._own_scope: dict[int, str | None] = {}
         self._own_start: dict[int, int] = {}  # where the hunk's place is in the base's pre-image
-        self._sections: dict[str, set[str]] = {}  # a hunk's section -> the file's lines it may name
+        self.sections = Sections(self.lines)
+        self._cuts: dict[str, set[str]] = {}  # a hunk's section -> the file's section texts it may be cut from
         self.verdicts: dict[int, HunkVerdict] = {}
         self.places: dict[int, ladder.Place] = {}  # already-applied hunks too, as no-op places
         self.refusals: dict[int, str] = {}
@@ -262,12 +262,12 @@ class _FileLadder:
         them: then a copy of BLOCK in another of those functions leaves it undecided."""
         if not h.section:
             return True
-        named = _named_by(h.section, self.lines, start) or opened_by(self.lines, start, h.section)
+        named = self.sections.named(h.section, start) or opened_by(self.lines, start, h.section)
         if named is None:
             return False  # another function's, or the section's function is gone (a twin slid here)
         if not self._cut_is_ambiguous(h.section, named):
             return True
-        return not any(_named_by(h.section, self.lines, s) not in (None, named)
+        return not any(self.sections.named(h.section, s) not in (None, named)
                        for s in ladder.occurrences(block, self.lines, self.index) if s != start)
 
     def _cut_is_ambiguous(self, section: str, named: str) -> bool:
@@ -275,10 +275,10 @@ class _FileLadder:
         file begin with too."""
         if section == named:
             return False
-        if section not in self._sections:
-            self._sections[section] = {text for line in self.index if section in line
+        if section not in self._cuts:
+            self._cuts[section] = {text for line in self.index if section in line
                                        for text in section_texts(line) if section in written_as(text)}
-        return len(self._sections[section]) > 1
+        return len(self._cuts[section]) > 1
 
     def _named_uniquely(self, h: Hunk, search: ladder.Search) -> ladder.Search:
         """SEARCH, its one place refused when the hunk's section is a cut that begins several
@@ -288,10 +288,10 @@ class _FileLadder:
         if place is None or not h.section:
             return search
         start = place.start - min(place.fuzz, h.leading_context)  # where the whole hunk starts
-        named = _named_by(h.section, self.lines, start)
+        named = self.sections.named(h.section, start)
         if named is None or not self._cut_is_ambiguous(h.section, named):
             return search
-        why = (f"the patch names `{h.section}`, cut short: {len(self._sections[h.section])} functions' "
+        why = (f"the patch names `{h.section}`, cut short: {len(self._cuts[h.section])} functions' "
                "lines begin so, and it does not say which")
         return ladder.Search((), search.refused + (ladder.Refused(start, f"`{named}`", why),))
 
@@ -299,7 +299,7 @@ class _FileLadder:
         """Where a candidate place is, and why it is not the hunk's own, if it is not."""
         if not h.section:
             return None  # nothing names the hunk's function: today's rules
-        if _named_by(h.section, self.lines, start) is None:
+        if self.sections.named(h.section, start) is None:
             here = funcname_at(self.lines, start)
             return f"`{here or 'the top of the file'}`", f"the patch names `{h.section}`"
         own = self._own_function(h)
@@ -319,8 +319,9 @@ class _FileLadder:
                 pre = _lines(base.pre)
                 place = ladder.find_exact(h, pre)
                 if place is None:
+                    sections = Sections(pre)
                     starts = [s for s in ladder.occurrences(h.old_lines, pre, ladder.line_index(pre))
-                              if _named_by(h.section, pre, s) is not None]
+                              if sections.named(h.section, s) is not None]
                     place = ladder.Place(starts[0], 0, ()) if len(starts) == 1 else None
                 if place is not None:
                     self._own_scope[h.index] = self._scopes_of("pre", pre).scope_at(place.start + _anchor(h))
@@ -335,7 +336,7 @@ class _FileLadder:
         if not own or start is None or base is None:
             return None
         pre = _lines(base.pre)
-        named = _named_by(h.section, pre, start)
+        named = Sections(pre).named(h.section, start)
         at = next((i for i in range(start - 1, -1, -1) if named in section_texts(pre[i])), None)
         if at is None or self._scopes_of("pre", pre).scope_at(at) != own:
             return None  # the section names a class or a label, not the function itself
@@ -461,12 +462,6 @@ def _differences(a: list[str], b: list[str]) -> list[tuple[int, int, int, int]]:
 def _anchor(h: Hunk) -> int:
     """The line of the hunk's block that decides which function it is in: its first change."""
     return max(min(h.leading_context, len(h.old_lines) - 1), 0)
-
-
-def _named_by(section: str, lines: list[str], start: int) -> str | None:
-    """What SECTION was written for above 0-based START by one of the tools' rules (git's default
-    and GNU `diff -p`, git's cpp and python drivers), whole; None when no rule gives SECTION there."""
-    return next((line for line in section_lines(lines, start) if section in written_as(line)), None)
 
 
 def _own(h: Hunk, scope: str) -> str:

@@ -11,9 +11,10 @@ names the enclosing function itself.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Iterator
 
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser
@@ -58,11 +59,33 @@ def funcname_at(lines: list[str], start: int) -> str:
     return _cut(line, 80) if line else ""
 
 
-def section_lines(lines: list[str], start: int) -> tuple[str, ...]:
-    """What a tool may name as the section of a hunk starting at 0-based line START, whole
-    (before any cut): one text for each rule (git's default and GNU `diff -p`, git's cpp and
-    python drivers)."""
-    return tuple(dict.fromkeys(found.rstrip() for rule in _RULES if (found := _nearest(lines, start, rule))))
+class Sections:
+    """The section rules over the lines of one file, asked at many places."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self._lines = lines
+        self._defs: list[int] | None = None  # lines the python rule names, found once
+
+    def at(self, start: int) -> Iterator[str]:
+        """What a tool may name as the section of a hunk starting at 0-based line START, whole
+        (before any cut): one text for each rule (git's default and GNU `diff -p`, git's cpp and
+        python drivers). Lazily, the default first: the first that fits usually ends the search."""
+        for rule in (_default_rule, _cpp_rule):
+            found = _nearest(self._lines, start, rule)
+            if found:
+                yield found.rstrip()
+        # A file without a def or class would be read to its top at every place: index them.
+        if self._defs is None:
+            self._defs = [i for i, line in enumerate(self._lines)
+                          if ("def" in line or "class" in line) and _python_rule(line)]
+        k = bisect.bisect_left(self._defs, min(start, len(self._lines))) - 1
+        if k >= 0:
+            yield (_python_rule(self._lines[self._defs[k]]) or "").rstrip()
+
+    def named(self, section: str, start: int) -> str | None:
+        """What SECTION was written for above 0-based START by one of the rules, whole; None when
+        no rule gives SECTION there."""
+        return next((text for text in self.at(start) if section in written_as(text)), None)
 
 
 def section_texts(line: str) -> tuple[str, ...]:
