@@ -400,8 +400,10 @@ class _FileLadder:
             there = after.scope_at(j1) if j2 > j1 else current.scope_at(min(i1, len(self.lines) - 1))
             if there not in own:
                 return (f"put a change at line {j1 + 1}, in `{there or 'file scope'}` (by a C++ parse), "
-                        f"where the patch changes nothing; its hunks are "
-                        + ", ".join(dict.fromkeys(_own(h, self._own_function(h) or "") for h in sectioned)))
+                        f"where the patch changes nothing; its hunks are in "
+                        + ", ".join(f"`{s or 'file scope'}`" for s in sorted(own))
+                        + " (by a C++ parse of its base, their sections "
+                        + ", ".join(dict.fromkeys(f"`{h.section}`" for h in sectioned)) + ")")
         return None
 
     def _disagreements(self, merged: list[str], complete: bool) -> set[int]:
