@@ -24,7 +24,7 @@ from patchkit import binary, git, ladder, testpoint
 from patchkit.errors import EnvironmentProblem, PatchkitError
 from patchkit.git import ObjectReader
 from patchkit.queue import FileChange, Hunk, Patch
-from patchkit.scopes import CppScopes, funcname_at, is_cpp
+from patchkit.scopes import CppScopes, Sections, funcname_at, is_cpp, opened_by, section_texts, written_as
 from patchkit.upstream import Mirror, Revision
 
 
@@ -188,6 +188,9 @@ class _FileLadder:
         self._base: list[Base | None] = []  # fetched once, when first needed
         self._scopes: dict[str, CppScopes] = {}
         self._own_scope: dict[int, str | None] = {}
+        self._own_start: dict[int, int] = {}  # where the hunk's place is in the base's pre-image
+        self.sections = Sections(self.lines)
+        self._cuts: dict[str, set[str]] = {}  # a hunk's section -> the file's section texts it may be cut from
         self.verdicts: dict[int, HunkVerdict] = {}
         self.places: dict[int, ladder.Place] = {}  # already-applied hunks too, as no-op places
         self.refusals: dict[int, str] = {}
@@ -225,18 +228,19 @@ class _FileLadder:
     def _line_steps(self, h: Hunk) -> bool:
         """Clean, already applied, offset or ambiguous by line matching; False: not decided."""
         exact = ladder.find_exact(h, self.lines)
-        # At the recorded line only git's section rule is asked (a parse per file would cost every
+        # At the recorded line only the section rules are asked (a parse per file would cost every
         # clean apply); a twin that moved exactly there is still no candidate.
-        if exact and self._in_section(h, exact.start):
+        if exact and self._fits_as_recorded(h, exact.start, h.old_lines):
             self.found(h, Verdict.CLEAN, exact)
             return True
         # The post-image where the patch put it settles it, whatever twins the file has.
         at_line = ladder.applied_at_recorded_line(h, self.lines)
-        if at_line and self._in_section(h, at_line.start):
+        if at_line and self._fits_as_recorded(h, at_line.start, h.new_lines):
             self.found(h, Verdict.ALREADY_APPLIED, at_line, detail="upstream has this change")
             return True
         moved = ladder.find_moved(h, self.lines, self.index, self.judge)
         applied = ladder.find_applied(h, self.lines, self.index, self.judge)
+        moved, applied = self._named_uniquely(h, moved), self._named_uniquely(h, applied)
         if len(moved.places) + len(applied.places) > 1:
             self.found(h, Verdict.AMBIGUOUS, None, detail=_ambiguity(moved, applied))
         elif moved.place:
@@ -250,23 +254,60 @@ class _FileLadder:
             return False
         return True
 
-    def _in_section(self, h: Hunk, start: int) -> bool:
-        return not h.section or funcname_at(self.lines, start) == h.section
+    def _fits_as_recorded(self, h: Hunk, start: int, block: tuple[str, ...]) -> bool:
+        """Whether BLOCK, found at the recorded line START, is in the hunk's own section: under any
+        tool's rule, or (a section no rule gives) inside the block the section's line opens. A
+        section naming nothing around START is another function's, or one gone while its twin slid
+        here. A section cut so short that it begins several functions' lines does not say which of
+        them: then a copy of BLOCK in another of those functions leaves it undecided."""
+        if not h.section:
+            return True
+        named = self.sections.named(h.section, start) or opened_by(self.lines, start, h.section)
+        if named is None:
+            return False  # another function's, or the section's function is gone (a twin slid here)
+        if not self._cut_is_ambiguous(h.section, named):
+            return True
+        return not any(self.sections.named(h.section, s) not in (None, named)
+                       for s in ladder.occurrences(block, self.lines, self.index) if s != start)
 
-    def judge(self, h: Hunk, start: int) -> str | None:
-        """Where a candidate place is, if that is another function than the hunk's own."""
+    def _cut_is_ambiguous(self, section: str, named: str) -> bool:
+        """Whether SECTION, written for the line NAMED, is a cut that other section lines of the
+        file begin with too."""
+        if section == named:
+            return False
+        if section not in self._cuts:
+            self._cuts[section] = {text for line in self.index if section in line
+                                       for text in section_texts(line) if section in written_as(text)}
+        return len(self._cuts[section]) > 1
+
+    def _named_uniquely(self, h: Hunk, search: ladder.Search) -> ladder.Search:
+        """SEARCH, its one place refused when the hunk's section is a cut that begins several
+        functions' lines: the place may be a twin in another of them, the section cannot say.
+        (Several places stay: they are ambiguous anyway.)"""
+        place = search.place
+        if place is None or not h.section:
+            return search
+        start = place.start - min(place.fuzz, h.leading_context)  # where the whole hunk starts
+        named = self.sections.named(h.section, start)
+        if named is None or not self._cut_is_ambiguous(h.section, named):
+            return search
+        why = (f"the patch names `{h.section}`, cut short: {len(self._cuts[h.section])} functions' "
+               "lines begin so, and it does not say which")
+        return ladder.Search((), search.refused + (ladder.Refused(start, f"`{named}`", why),))
+
+    def judge(self, h: Hunk, start: int) -> tuple[str, str] | None:
+        """Where a candidate place is, and why it is not the hunk's own, if it is not."""
         if not h.section:
             return None  # nothing names the hunk's function: today's rules
-        here = funcname_at(self.lines, start)
-        if here != h.section:
-            return f"`{here or 'the top of the file'}`; the patch names `{h.section}`"
+        if self.sections.named(h.section, start) is None:
+            here = funcname_at(self.lines, start)
+            return f"`{here or 'the top of the file'}`", f"the patch names `{h.section}`"
         own = self._own_function(h)
         if own is None:
             return None
         there = self._scopes_of("current", self.lines).scope_at(start + _anchor(h))
         if there != own:
-            return (f"`{there or 'file scope'}` (by a C++ parse); the patch's own place is in "
-                    f"`{own or 'file scope'}`")
+            return f"`{there or 'file scope'}` (by a C++ parse)", f"the patch's own place is {_own(h, own)}"
         return None
 
     def _own_function(self, h: Hunk) -> str | None:
@@ -278,12 +319,31 @@ class _FileLadder:
                 pre = _lines(base.pre)
                 place = ladder.find_exact(h, pre)
                 if place is None:
+                    sections = Sections(pre)
                     starts = [s for s in ladder.occurrences(h.old_lines, pre, ladder.line_index(pre))
-                              if funcname_at(pre, s) == h.section]
+                              if sections.named(h.section, s) is not None]
                     place = ladder.Place(starts[0], 0, ()) if len(starts) == 1 else None
                 if place is not None:
                     self._own_scope[h.index] = self._scopes_of("pre", pre).scope_at(place.start + _anchor(h))
+                    self._own_start[h.index] = place.start
         return self._own_scope[h.index]
+
+    def _renamed(self, h: Hunk) -> str | None:
+        """The hunk's own function (C/C++) as upstream names it now, when the base shows it renamed:
+        the function's line, which the hunk's section names, is the one line upstream replaced
+        there. None when it was not renamed, or the base does not show it."""
+        own, start, base = self._own_function(h), self._own_start.get(h.index), self.base()
+        if not own or start is None or base is None:
+            return None
+        pre = _lines(base.pre)
+        named = Sections(pre).named(h.section, start)
+        at = next((i for i in range(start - 1, -1, -1) if named in section_texts(pre[i])), None)
+        if at is None or self._scopes_of("pre", pre).scope_at(at) != own:
+            return None  # the section names a class or a label, not the function itself
+        replaced = next(((i1, i2, j1, j2) for i1, i2, j1, j2 in _differences(pre, self.lines) if i1 <= at < i2), None)
+        if replaced is None or replaced[1] - replaced[0] != 1 or replaced[3] - replaced[2] != 1:
+            return None  # the line is unchanged, or went with others around it
+        return self._scopes_of("current", self.lines).scope_at(replaced[2]) or None
 
     def _scopes_of(self, key: str, lines: list[str]) -> CppScopes:
         if key not in self._scopes:
@@ -333,6 +393,7 @@ class _FileLadder:
         own = {self._own_function(h) for h in sectioned}
         if not sectioned or None in own:
             return None  # not C/C++, or a hunk's own place is unknown: nothing to compare with
+        own |= {self._renamed(h) for h in sectioned} - {None}
         current = self._scopes_of("current", self.lines)
         after = self._scopes_of("merged", merged)
         for i1, i2, j1, j2 in _differences(self.lines, merged):
@@ -340,7 +401,9 @@ class _FileLadder:
             if there not in own:
                 return (f"put a change at line {j1 + 1}, in `{there or 'file scope'}` (by a C++ parse), "
                         f"where the patch changes nothing; its hunks are in "
-                        + ", ".join(f"`{s or 'file scope'}`" for s in sorted(own)))
+                        + ", ".join(f"`{s or 'file scope'}`" for s in sorted(own))
+                        + " (by a C++ parse of its base, their sections "
+                        + ", ".join(dict.fromkeys(f"`{h.section}`" for h in sectioned)) + ")")
         return None
 
     def _disagreements(self, merged: list[str], complete: bool) -> set[int]:
@@ -360,6 +423,7 @@ class _FileLadder:
 
     def _fuzz_or_fail(self, h: Hunk) -> None:
         fuzzed = ladder.find_fuzzed(h, self.lines, self.index, self.fuzz, self.judge) if self.fuzz else ladder.Search()
+        fuzzed = self._named_uniquely(h, fuzzed)
         if fuzzed.place:
             self.found(h, Verdict.FUZZED, fuzzed.place, fuzz=fuzzed.place.fuzz,
                        detail=f"placed ignoring {fuzzed.place.fuzz} context line(s) at each end")
@@ -402,6 +466,16 @@ def _anchor(h: Hunk) -> int:
     return max(min(h.leading_context, len(h.old_lines) - 1), 0)
 
 
+def _own(h: Hunk, scope: str) -> str:
+    """The hunk's own place for a message, by its section: the parse of the base is named beside
+    it where the section does not name the same function (git names every method `private:`, and
+    a parse that a macro misled may name a function for an enum's lines)."""
+    name = scope.rsplit("::", 1)[-1]
+    if not h.section or (name and name in h.section):
+        return f"in `{scope or 'file scope'}`"
+    return f"under `{h.section}` (in `{scope or 'file scope'}` by a C++ parse of its base)"
+
+
 def _ambiguity(moved: ladder.Search, applied: ladder.Search, what: str = "the pre-image") -> str:
     def lines(search: ladder.Search) -> str:
         starts = [p.start + 1 for p in search.places]
@@ -413,9 +487,15 @@ def _ambiguity(moved: ladder.Search, applied: ladder.Search, what: str = "the pr
 
 
 def _refusal(what: str, search: ladder.Search) -> str:
-    """Why the only matches were not taken (empty when there were none)."""
-    return "; ".join(f"the {what} is only found at line {start + 1}, in {where}"
-                     for start, where in search.refused)
+    """Why the matches found were not taken, in one sentence naming every place (empty when there
+    were none)."""
+    if not search.refused:
+        return ""
+    places = [f"line {r.start + 1}, in {r.where}" for r in search.refused]
+    whys = "; ".join(dict.fromkeys(r.why for r in search.refused if r.why))
+    head = (f"the {what} is only found at {places[0]}" if len(places) == 1 else
+            f"the {what} is found only in other functions: at {', at '.join(places[:-1])}, and at {places[-1]}")
+    return f"{head}; {whys}" if whys else head
 
 
 def _patch_verdict(hunks: list[HunkVerdict]) -> Verdict:

@@ -17,8 +17,18 @@ from patchkit.scopes import starts_function
 Lines = list[str]
 
 # Says where a candidate place for HUNK starting at a 0-based line is, when that is another
-# function than the hunk's own (the candidate is then no candidate); None when it may go there.
-Judge = Callable[[Hunk, int], "str | None"]
+# function than the hunk's own (the candidate is then no candidate): (where, why that is not the
+# hunk's own); None when it may go there.
+Judge = Callable[[Hunk, int], "tuple[str, str] | None"]
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A candidate place in another function than the hunk's own."""
+
+    start: int  # 0-based
+    where: str  # the function it is in
+    why: str = ""  # how the hunk's own is known to differ ("the patch names `f`")
 
 
 @dataclass(frozen=True)
@@ -34,7 +44,7 @@ class Search:
     """The candidates of one search: those accepted, and those refused as in another function."""
 
     places: tuple[Place, ...] = ()
-    refused: tuple[tuple[int, str], ...] = ()  # (0-based start, the function it is in)
+    refused: tuple[Refused, ...] = ()
 
     @property
     def place(self) -> Place | None:
@@ -84,11 +94,11 @@ def _judged(starts: list[int], block_len: int, replacement: tuple[str, ...], hun
             judge: Judge, fuzz: int = 0) -> Search:
     places, refused = [], []
     for start in starts:
-        where = judge(hunk, start)
-        if where is None:
+        verdict = judge(hunk, start)
+        if verdict is None:
             places.append(Place(start, block_len, replacement, fuzz))
         else:
-            refused.append((start, where))
+            refused.append(Refused(start, *verdict))
     return Search(tuple(places), tuple(refused))
 
 
@@ -124,7 +134,7 @@ def find_fuzzed(hunk: Hunk, lines: Lines, index: dict[str, list[int]], max_fuzz:
         if hunk.section:
             crossing = [p for p in search.places if _crosses_function(hunk, lines, p.start, lead, trail)]
             search = Search(tuple(p for p in search.places if p not in crossing),
-                            search.refused + tuple((p.start, "a function that begins in the ignored context")
+                            search.refused + tuple(Refused(p.start, "a function that begins in the ignored context")
                                                    for p in crossing))
         if search.places or search.refused:
             return Search(tuple(Place(p.start + lead, p.length, p.lines, fuzz) for p in search.places),

@@ -1,23 +1,35 @@
-"""Which function a line belongs to: git's funcname rule, and for C and C++ a real parse.
+"""Which function a line belongs to: the section rules of the tools that write patches, and for
+C and C++ a real parse.
 
 The apply ladder asks this of every candidate place, so that a hunk never moves into another
-function because its own site changed upstream and a twin elsewhere still matches. git's rule
-(the `@@ ... @@ section` of a hunk) is cheap but weak in C++, where every method of a class gets
-the same `private:` line; the parse names the enclosing function itself.
+function because its own site changed upstream and a twin elsewhere still matches. The text after
+a hunk's `@@` depends on the tool that wrote it (git's default rule, a git diff driver's, GNU
+`diff -p`, each with its own cut), so a section is compared under each of them. Those rules are
+cheap but weak in C++, where every method of a class gets the same `private:` line; the parse
+names the enclosing function itself.
 """
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable, Iterator
 
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser
 
-# git's default funcname rule: the nearest line above the hunk that starts with a letter, '_' or
-# '$' (what it writes after the second "@@"), trimmed and cut at 80 bytes.
+# git's default funcname rule, and GNU `diff -p`'s: the nearest line above the hunk that starts
+# with a letter, '_' or '$'. git writes it trimmed and cut at 80 bytes, diff at 40.
 _FUNCNAME = re.compile(r"^[A-Za-z_$]")
+# git's `cpp` diff driver (userdiff.c): a jump target or access specifier (`private:`) is never a
+# section; any other line starting with a letter, '_' or '::' is.
+_CPP_SKIP = re.compile(r"^[ \t]*[A-Za-z_][A-Za-z_0-9]*:\s*($|/[/*])")
+_CPP_FUNCNAME = re.compile(r"^(::\s*)?[A-Za-z_]")
+# git's `python` diff driver: a class or def, indented or not, named without its indent.
+_PYTHON_FUNCNAME = re.compile(r"^[ \t]*((class|(async[ \t]+)?def)[ \t].*)$")
+_NOT_CODE = ("//", "/*", "*", "#")
+_CUTS = (80, 40)  # git's cut, GNU diff's (bytes)
 # The files the C++ parse may veto a place in; all others (Objective-C, Metal, CMake, Python, shell)
 # have git's section rule and the 3-way cross-check only. tree-sitter-cpp misreads Objective-C: in
 # llama.cpp's .m files 9 lines in 10 get no function or another's, and adding a method renames them.
@@ -29,19 +41,112 @@ _CPP_SUFFIXES = (".c", ".h", ".cc", ".hh", ".cpp", ".hpp", ".cxx", ".hxx", ".c++
 _NAMED_SCOPES = {"namespace_definition", "class_specifier", "struct_specifier", "union_specifier"}
 
 
+def _default_rule(line: str) -> str | None:
+    return line if _FUNCNAME.match(line) else None
+
+
+def _cpp_rule(line: str) -> str | None:
+    return line if _CPP_FUNCNAME.match(line) and not _CPP_SKIP.match(line) else None
+
+
+def _python_rule(line: str) -> str | None:
+    found = _PYTHON_FUNCNAME.match(line.rstrip("\n"))
+    return found.group(1) if found else None
+
+
+# What each tool's rule takes from a line as its section (None: the line is none): git's default
+# (and GNU `diff -p`'s), git's cpp driver, git's python driver.
+_RULES: tuple[Callable[[str], "str | None"], ...] = (_default_rule, _cpp_rule, _python_rule)
+
+
 def funcname_at(lines: list[str], start: int) -> str:
     """git's section for a hunk whose pre-image starts at 0-based line START."""
-    for i in range(start - 1, -1, -1):
-        if _FUNCNAME.match(lines[i]):
-            # git cuts at 80 bytes, not characters
-            cut = lines[i].rstrip().encode("utf-8", errors="surrogateescape")[:80]
-            return cut.decode("utf-8", errors="surrogateescape").rstrip()
-    return ""
+    line = _nearest(lines, start, _default_rule)
+    return _cut(line, 80) if line else ""
+
+
+class Sections:
+    """The section rules over the lines of one file, asked at many places."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self._lines = lines
+        self._defs: list[int] | None = None  # lines the python rule names, found once
+
+    def at(self, start: int) -> Iterator[str]:
+        """What a tool may name as the section of a hunk starting at 0-based line START, whole
+        (before any cut): one text for each rule (git's default and GNU `diff -p`, git's cpp and
+        python drivers). Lazily, the default first: the first that fits usually ends the search."""
+        for rule in (_default_rule, _cpp_rule):
+            found = _nearest(self._lines, start, rule)
+            if found:
+                yield found.rstrip()
+        # A file without a def or class would be read to its top at every place: index them.
+        if self._defs is None:
+            self._defs = [i for i, line in enumerate(self._lines)
+                          if ("def" in line or "class" in line) and _python_rule(line)]
+        k = bisect.bisect_left(self._defs, min(start, len(self._lines))) - 1
+        if k >= 0:
+            yield (_python_rule(self._lines[self._defs[k]]) or "").rstrip()
+
+    def named(self, section: str, start: int) -> str | None:
+        """What SECTION was written for above 0-based START by one of the rules, whole; None when
+        no rule gives SECTION there."""
+        return next((text for text in self.at(start) if section in written_as(text)), None)
+
+
+def section_texts(line: str) -> tuple[str, ...]:
+    """What the rules take from LINE as a section, whole (nothing when no rule names it)."""
+    return tuple(dict.fromkeys(found.rstrip() for rule in _RULES if (found := rule(line))))
+
+
+def opened_by(lines: list[str], start: int, section: str) -> str | None:
+    """The line above 0-based START that SECTION was written for, stripped, when START is inside
+    the block that line opens: every line between them is indented deeper (blank lines, comments
+    and preprocessor lines aside). For sections no known rule gives (another diff driver's, a
+    tool's own); a `}` or another definition at the line's indent ends its block."""
+    deepest = None  # the least indent of the lines passed
+    for i in range(min(start, len(lines)) - 1, -1, -1):
+        text = lines[i].strip()
+        if not text or text.startswith(_NOT_CODE):
+            continue
+        indent = len(lines[i]) - len(lines[i].lstrip())
+        if section in written_as(text):
+            return text if deepest is None or indent < deepest else None
+        deepest = indent if deepest is None else min(deepest, indent)
+        if deepest == 0:
+            return None
+    return None
+
+
+def written_as(line: str) -> frozenset[str]:
+    """Every section a tool writes for the section text LINE: whole, cut at git's 80 bytes or at
+    diff's 40 (bytes, or characters in a multibyte locale)."""
+    whole = line.rstrip()
+    return frozenset({whole, whole[:40].rstrip(), *(_cut(whole, n) for n in _CUTS)})
 
 
 def starts_function(line: str) -> bool:
     """A line git's funcname rule would name as a section."""
-    return bool(_FUNCNAME.match(line))
+    return _default_rule(line) is not None
+
+
+def _nearest(lines: list[str], start: int, rule: Callable[[str], "str | None"]) -> str:
+    """What RULE takes from the nearest line above 0-based START it names ("" when none)."""
+    for i in range(min(start, len(lines)) - 1, -1, -1):
+        found = rule(lines[i])
+        if found:
+            return found
+    return ""
+
+
+def _cut(line: str, size: int) -> str:
+    """LINE trimmed and cut at SIZE bytes; a UTF-8 character the cut would split is left out
+    whole, as git does."""
+    data = line.rstrip().encode("utf-8", errors="surrogateescape")
+    cut = len(data) if len(data) <= size else size
+    while 0 < cut < len(data) and data[cut] & 0xC0 == 0x80:  # data[cut] continues a character
+        cut -= 1
+    return data[:cut].decode("utf-8", errors="surrogateescape").rstrip()
 
 
 def is_cpp(path: str) -> bool:
@@ -81,11 +186,22 @@ class CppScopes:
         return "::".join(reversed(names))
 
 
+def function_declarator(function: Node, kinds: tuple[str, ...] = ("function_declarator",)) -> Node | None:
+    """The declarator of FUNCTION (a function_definition) that holds its name and parameters,
+    under those of a pointer or reference return (`int & f()`, `T *& g()`)."""
+    declarator = function.child_by_field_name("declarator")
+    while declarator is not None and declarator.type not in kinds:
+        # tree-sitter-cpp's reference_declarator has no `declarator` field: the declarator is its
+        # last named child
+        declarator = declarator.child_by_field_name("declarator") or (
+            declarator.named_children[-1] if declarator.type == "reference_declarator" and
+            declarator.named_children else None)
+    return declarator
+
+
 def _scope_name(node: Node) -> str:
     if node.type == "function_definition":
-        declarator = node.child_by_field_name("declarator")
-        while declarator is not None and declarator.type != "function_declarator":
-            declarator = declarator.child_by_field_name("declarator")  # pointer and reference returns
+        declarator = function_declarator(node)
         name = declarator.child_by_field_name("declarator") if declarator is not None else None
         return " ".join(name.text.decode(errors="replace").split()) if name is not None else "(function)"
     if node.type in _NAMED_SCOPES and node.child_by_field_name("body") is not None:

@@ -73,8 +73,11 @@ def test_with_a_base_neither_the_line_steps_nor_the_merge_take_a_twin(project, u
     assert hunk_verdicts(report) == ["clean"] * 5 + ["conflict"] and report.exit_code == 1
     detail = report.patches[0].hunks[5].detail
     assert "put a change at line 4007, in `server_context_impl::rollback_evicted_drafts`" in detail
-    assert ("the pre-image is only found at line 3972, in `server_context_impl::rollback_cancelled_drafts` "
-            "(by a C++ parse); the patch's own place is in `server_context_impl::rollback_rejected_drafts`") in detail
+    # both twins in one sentence (neither is called the only one)
+    assert ("the pre-image is found only in other functions: at line 3972, in "
+            "`server_context_impl::rollback_cancelled_drafts` (by a C++ parse), and at line 4002, in "
+            "`server_context_impl::rollback_evicted_drafts` (by a C++ parse); the patch's own place is under "
+            "`private:` (in `server_context_impl::rollback_rejected_drafts` by a C++ parse of its base)") in detail
     assert report.tip == report.upstream_commit
 
 

@@ -68,8 +68,9 @@ def test_candidates_in_other_functions_are_no_candidates():
     lines = ["void f() {", *BLOCK, "}", "void g() {", *BLOCK, "}"]
     verdict, content = run(hunk(BLOCK, CHANGED, 40, section="void h() {"), lines)
     assert verdict.verdict is Verdict.CONFLICT and content is None
-    assert verdict.detail == ("the pre-image is only found at line 2, in `void f() {`; the patch names `void h() {`; "
-                              "the pre-image is only found at line 8, in `void g() {`; the patch names `void h() {`")
+    # one sentence, every place named (each is no longer called "the only" one)
+    assert verdict.detail == ("the pre-image is found only in other functions: at line 2, in `void f() {`, "
+                              "and at line 8, in `void g() {`; the patch names `void h() {`")
 
 
 def test_post_image_present_is_already_applied():
@@ -158,8 +159,9 @@ def test_a_cpp_twin_in_another_method_of_the_same_class_is_refused_and_the_merge
     clash = cls(BLOCK, ["    int a = 10;", "    int b = 2;", "    use(a, c);", "    done();"])
     verdicts, content = apply_file(fc, text(clash), lambda f: Base("b", text(pre), text(post)), 0)
     assert verdicts[0].verdict is Verdict.CONFLICT and content is None
+    # named by the hunk's section, the parse beside it (the section does not name the method)
     assert "the pre-image is only found at line 4, in `S::first` (by a C++ parse); the patch's own place " \
-           "is in `S::second`" in verdicts[0].detail
+           "is under `private:` (in `S::second` by a C++ parse of its base)" in verdicts[0].detail
 
 
 def test_line_steps_and_merge_must_agree():

@@ -11,7 +11,7 @@ import pytest
 from conftest import git_identity
 
 from patchkit.git import git_env
-from patchkit.scopes import CppScopes, funcname_at, is_cpp, starts_function
+from patchkit.scopes import CppScopes, Sections, funcname_at, is_cpp, starts_function, written_as
 
 
 def git(repo: Path, *args: str) -> str:
@@ -19,12 +19,14 @@ def git(repo: Path, *args: str) -> str:
                           env=git_env(git_identity())).stdout
 
 
-def git_sections(tmp_path: Path, lines: list[str], changed: list[int]) -> list[tuple[int, str]]:
+def git_sections(tmp_path: Path, lines: list[str], changed: list[int], driver: str = "") -> list[tuple[int, str]]:
     """(0-based line, section) of each hunk git writes when the lines CHANGED (0-based) are
-    edited; -U0, so that each hunk starts at its changed line."""
+    edited; -U0, so that each hunk starts at its changed line. DRIVER: a diff driver for the file."""
     repo = tmp_path / "repo"
     repo.mkdir()
     git(repo, "init", "--quiet")
+    if driver:
+        (repo / ".gitattributes").write_text(f"f.txt diff={driver}\n")
     (repo / "f.txt").write_text("".join(lines))
     git(repo, "add", "f.txt")
     edited = [f"{ln.rstrip(chr(10))} // changed\n" if i in changed else ln for i, ln in enumerate(lines)]
@@ -75,14 +77,34 @@ def test_funcname_agrees_with_git(tmp_path):
     assert got[22] == "label_with_trailing_space"
 
 
-@pytest.mark.xfail(strict=True, reason="git drops a UTF-8 character that its 80-byte cut "
-                   "would split (its own test 'diff hunk header truncation' pins that); funcname_at keeps the lone lead byte (surrogate-escaped), so its "
-                   "section never equals the one in a hunk header git wrote for such a line")
 def test_funcname_cut_inside_a_character_agrees_with_git(tmp_path):
     lines = ["void " + "x" * 74 + "ééé() {\n", "    tail();\n"]  # byte 80 is inside the first é
     [(start, section)] = git_sections(tmp_path, lines, [1])
     assert section == "void " + "x" * 74
     assert funcname_at(lines, start) == section
+
+
+@pytest.mark.parametrize("driver, lines, changed", [
+    ("cpp", ["namespace ns {\n", "struct S {\n", "public:\n", "    void f() {\n", "        a();\n",
+             "again:\n", "        b();\n", "    }\n", "};\n", "::std::size_t g() {\n", "    c();\n",
+             "$odd\n", "    d();\n"], [4, 6, 10, 12]),
+    ("python", ["import os\n", "class A:\n", "    x = 1\n", "    def f(self):\n", "        a()\n",
+                "    async def g(self):\n", "        b()\n", "def h():\n", "    c()\n"], [2, 4, 6, 8]),
+])
+def test_the_section_rules_cover_gits_drivers(tmp_path, driver, lines, changed):
+    """Whatever git writes with a diff driver is among the sections a hunk there may carry."""
+    sections = git_sections(tmp_path, lines, changed, driver)
+    assert [start for start, _ in sections] == changed
+    for start, section in sections:
+        assert Sections(lines).named(section, start) is not None, (start, section)
+    assert any(funcname_at(lines, start) != section for start, section in sections)  # not the default rule's
+
+
+def test_diff_p_cuts_at_40_and_git_at_80():
+    line = "static int a_really_long_function_name_that_goes_on_and_on_0(int x) {" + " " * 3 + "// " + "x" * 40
+    cuts = written_as(line)
+    assert "static int a_really_long_function_name_t" in cuts and line[:80].rstrip() in cuts
+    assert "static int a_really_long" not in cuts  # no other cut
 
 
 def test_funcname_at_the_top_of_the_file_is_empty():
@@ -183,10 +205,6 @@ def test_an_out_of_class_definition_is_named_as_written():
     assert CppScopes(lines).scope_at(at + 1) == "llama::server::slot_free2"
 
 
-@pytest.mark.xfail(strict=True, reason="scopes._scope_name follows a function's declarator through "
-                   "the `declarator` field, which tree-sitter-cpp's reference_declarator does not have: "
-                   "a function returning a reference is named '(function)', so every such method of a "
-                   "class shares one scope name")
 def test_a_function_returning_a_reference_is_named():
     assert scope_of(CPP)["return id;"] == "llama::server::slot::ref"
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from patchkit.checks.results import Region
+from patchkit.scopes import function_declarator
 
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser, Query
@@ -580,10 +581,7 @@ class CppFile:
         return None
 
     def _parameter(self, function: Node, name: str) -> _Decl | None:
-        declarator = function.child_by_field_name("declarator")
-        while declarator is not None and declarator.type not in ("function_declarator",
-                                                                  "abstract_function_declarator"):
-            declarator = declarator.child_by_field_name("declarator")
+        declarator = function_declarator(function, ("function_declarator", "abstract_function_declarator"))
         params = declarator.child_by_field_name("parameters") if declarator is not None else None
         for param in _kids(params) if params is not None else []:
             if _declarator_name(param.child_by_field_name("declarator"))[0] == name:
@@ -732,9 +730,7 @@ def _declared_type(node: Node) -> Node | None:
 
 
 def _function_name(function: Node) -> Node | None:
-    declarator = function.child_by_field_name("declarator")
-    while declarator is not None and declarator.type != "function_declarator":
-        declarator = declarator.child_by_field_name("declarator")
+    declarator = function_declarator(function)
     return declarator.child_by_field_name("declarator") if declarator is not None else None
 
 

@@ -218,10 +218,6 @@ struct server_slot {
     assert source.binding(only_call(source)).member is None
 
 
-@pytest.mark.xfail(strict=True, reason="checks/cpp.py finds a function's parameters through the "
-                   "`declarator` field, which tree-sitter-cpp's reference_declarator lacks: in a "
-                   "function returning a reference, a parameter named like a member is taken for the "
-                   "member (and function_of names no function)")
 def test_a_parameter_hides_the_member_in_a_function_returning_a_reference():
     source = CppFile(b"""
 struct server_slot {
