@@ -299,7 +299,8 @@ def test_a_cuda_twin_in_another_device_method_is_refused_where_git_am_takes_it(t
     project, report = apply(tmp_path, upstream, [patch])
     (hunk,) = report.patches[0].hunks
     assert hunk.verdict is Verdict.CONFLICT and report.patches[0].commit is None
-    assert "in `ggml_cuda_tile::tile::get_i` (by a C++ parse); the patch's own place is in " \
-           "`ggml_cuda_tile::tile::get_j`" in hunk.detail
+    assert "ggml_cuda_tile::tile::get_i" in hunk.detail
+    assert "the patch's own place is under `namespace ggml_cuda_tile {` (in `ggml_cuda_tile::tile::get_j` " \
+           "by a C++ parse of its base)" in hunk.detail
     am = git_am_3(upstream, patch, tmp_path / "am")
     assert am is not None and (am / TILE_PATH).read_text() == tile(PATCHED, MOVED)
