@@ -538,11 +538,11 @@ def _lang_files(files: dict[int, _File], lang: str) -> list[int]:
     return [fid for fid, f in files.items() if f.lang == lang]
 
 
-def _make_queue(bld: _Builder, name: str, langs: tuple[str, ...], n: int, now: int, last: int
+def _make_queue(bld: _Builder, style: str, langs: tuple[str, ...], n: int, now: int, last: int
                 ) -> list[QueuePatch]:
     r = bld.rng
     patches: list[QueuePatch] = []
-    forms = {"format-patch": {3: "nobody", 7: "crlf", 11: "short-hunk"}, "quilt": {5: "short-hunk"}}.get(name, {})
+    forms = {"format-patch": {3: "nobody", 7: "crlf", 11: "short-hunk"}, "quilt": {5: "short-hunk"}}.get(style, {})
     kinds = ("stmt", "stmt", "include", "stmt", "newfunc", "define", "stmt", "enum")
     for k in range(n):
         form = forms.get(k, "")
@@ -572,7 +572,7 @@ def _make_queue(bld: _Builder, name: str, langs: tuple[str, ...], n: int, now: i
                     file_edits.append(other[0])
             if not edits:
                 fates = _FATES[kind]
-                fate = fates[(k * 5 + len(name)) % len(fates)]
+                fate = fates[(k * 5 + len(style)) % len(fates)]
                 first_block = block
                 events = bld.fate_events(fate, edit, first_block)
                 at = r.randint(now + 1, last)
