@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "testing"))  # the tests' scaffolding
-from reach_upstream import ReachQueue, ReachUpstream, build_reach_upstream  # noqa: E402
+from reach_upstream import ReachQueue, ReachUpstream, build_reach_upstream
 
 TOOLS = ("patchkit", "git am -3", "patch -F0", "patch -F2")
 GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@invalid",
@@ -75,7 +75,7 @@ def run_patchkit(fork: Path, queue: ReachQueue, tag: str, out: Path) -> dict[str
     """`patchkit apply` at tag: each patch's verdict from --json, its bytes from its commit."""
     report = out.with_suffix(".json")
     proc = subprocess.run([sys.executable, "-m", "patchkit", "-q", "apply", f"upstream@{tag}", "-o", str(out),
-                           "--json", str(report)], cwd=fork, env=GIT_ENV, capture_output=True, text=True)
+                           "--json", str(report)], cwd=fork, env=GIT_ENV, capture_output=True, text=True, check=False)
     if proc.returncode not in (0, 1) or not report.is_file():
         why = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[0]
         return {p.name: Placement(None, f"queue stopped (exit {proc.returncode}): {why}") for p in queue.patches}
@@ -128,7 +128,7 @@ def gnu_patch(tree: Path, paths: list[Path], fuzz: int) -> dict[str, Placement]:
         names = _named_paths(path)
         before = {n: (tree / n).read_bytes() if (tree / n).is_file() else None for n in names}
         proc = subprocess.run(["patch", "-p1", f"-F{fuzz}", "-N", "--batch", "-s", "--no-backup-if-mismatch",
-                               "-r", "-", "-i", str(path)], cwd=tree, capture_output=True, text=True)
+                               "-r", "-", "-i", str(path)], cwd=tree, capture_output=True, text=True, check=False)
         after = {n: (tree / n).read_bytes() if (tree / n).is_file() else None for n in names}
         for n, data in before.items():
             if data is None:
@@ -256,7 +256,7 @@ def speed(up: ReachUpstream, root: Path, runs: int) -> None:
     for label, tag in (("everything applies", fp.base), ("a third refused", up.speed_refused)):
         patchkit = [sys.executable, "-m", "patchkit", "-q", "apply", f"upstream@{tag}", "-o", str(out),
                     "--json", str(root / "speed.json")]
-        subprocess.run(patchkit, cwd=fork, env=GIT_ENV, capture_output=True)  # warm the mirror
+        subprocess.run(patchkit, cwd=fork, env=GIT_ENV, capture_output=True, check=False)  # warm the mirror
         verdicts = [p["verdict"] for p in json.loads((root / "speed.json").read_text())["patches"]] \
             if (root / "speed.json").is_file() else []
         times: dict[str, list[float]] = {"patchkit": [], "git": []}
@@ -264,7 +264,7 @@ def speed(up: ReachUpstream, root: Path, runs: int) -> None:
         for _ in range(runs):
             shutil.rmtree(out, ignore_errors=True)
             start = time.perf_counter()
-            subprocess.run(patchkit, cwd=fork, env=GIT_ENV, capture_output=True)
+            subprocess.run(patchkit, cwd=fork, env=GIT_ENV, capture_output=True, check=False)
             times["patchkit"].append(time.perf_counter() - start)
             start = time.perf_counter()
             git(["worktree", "add", "--quiet", "--detach", str(tree), tag], up.repo)

@@ -18,7 +18,9 @@ from __future__ import annotations
 import os
 import random
 import subprocess
+import tempfile
 from dataclasses import dataclass, field
+from email.utils import formatdate
 from pathlib import Path
 
 from patchkit.fixture import EPOCH, Commit, fast_import, init_repo
@@ -121,7 +123,8 @@ class _Code:
         self.assigns: set[int] = set()  # identities of simple assignment lines (patch sites)
         self.next_id = 1
 
-    def ids(self, texts: list[str], assigns: set[int] = frozenset()) -> list[Line]:  # type: ignore[assignment]
+    def ids(self, texts: list[str], assigns: frozenset[int] | set[int] = frozenset()) -> list[Line]:
+        """The texts as lines with new identities; the `assigns` indexes are patch sites."""
         out = []
         for i, t in enumerate(texts):
             out.append((self.next_id, t))
@@ -173,9 +176,10 @@ class _Code:
         name = name or self.name(lang, long)
         sig = self.signature(lang, name, long)
         if body is None:
-            lines, assigns, names = [], set(), []
+            lines, assigns, names, simple = [], set(), [], False
             for _ in range(self.rng.randint(4, 9)):
-                part, simple = self.statement(lang, "    ", names)
+                # a clamp or a log only after an assignment: no line repeats its neighbour
+                part, simple = self.statement(lang, "    ", names if simple else [])
                 if simple:
                     assigns.add(len(lines) + 2)  # after the comment and the signature
                 lines += part
@@ -443,8 +447,10 @@ class _Builder:
                 self.rename_function(fid, r.choice(funcs))
 
     # -- the patches
-    def site(self, fid: int, kind: str, short: bool) -> tuple[Edit, int | None] | None:
-        """An edit of `kind` in file fid and the block it sits in (None: a top-of-file edit)."""
+    def site(self, fid: int, kind: str, short: bool = False, deep: bool = False
+             ) -> tuple[Edit, int | None] | None:
+        """An edit of `kind` in file fid and the block it sits in (None: a top-of-file edit);
+        `deep`: three lines below the signature at least, so that a twin's body matches the hunk."""
         f, r, tag = self.files[fid], self.rng, f"patch_{self.code.serial}"
         self.code.serial += 1
         if kind in ("include", "define"):
@@ -480,6 +486,8 @@ class _Builder:
             rows = [i for i in range(2, ends) if lines[i][0] in self.code.assigns]
             if short:  # the line before the last statement: its third line after is the blank one
                 rows = [i for i in rows if i == ends - 1 and f.lang != "py"]
+            if deep:
+                rows = [i for i in rows if i >= 5]
             if rows:
                 i = r.choice(rows)
                 pad = lines[i][1][: len(lines[i][1]) - len(lines[i][1].lstrip())]
@@ -547,18 +555,19 @@ def _make_queue(bld: _Builder, style: str, langs: tuple[str, ...], n: int, now: 
     for k in range(n):
         form = forms.get(k, "")
         edits: list[Edit] = []
-        first_block: int | None = None
         fate = "none"
         for j in range(1 if form == "short-hunk" else r.choice((1, 1, 1, 2, 2, 3))):
             lang = "cpp" if form == "short-hunk" else langs[(k + j) % len(langs)] if j == 0 else r.choice(("cpp", "c", "h"))
             kind = "stmt" if form == "short-hunk" else kinds[(k + 3 * j) % len(kinds)]
             if kind == "enum" and lang != "h":
                 kind = "stmt"
-            if kind in ("include", "define", "newfunc") and lang in ("metal", "m") and k % 2:
-                kind = "stmt"
+            if not edits:
+                fates = _FATES[kind]
+                fate = fates[(k * 5 + len(style)) % len(fates)]
+            deep = not edits and fate in ("split-twins", "twin-slide", "twin-copy")
             choices = [fid for fid in _lang_files(bld.files, lang) if fid not in bld.used]
             for fid in r.sample(choices, len(choices)):
-                found = bld.site(fid, kind, form == "short-hunk")
+                found = bld.site(fid, kind, form == "short-hunk", deep)
                 if found:
                     break
             else:
@@ -567,14 +576,11 @@ def _make_queue(bld: _Builder, style: str, langs: tuple[str, ...], n: int, now: 
             bld.used.add(fid)
             file_edits = [edit]
             if kind == "stmt" and r.random() < 0.4 and form != "short-hunk":  # a second hunk
-                other = bld.site(fid, "stmt", False)
+                other = bld.site(fid, "stmt")
                 if other and other[1] != block:
                     file_edits.append(other[0])
             if not edits:
-                fates = _FATES[kind]
-                fate = fates[(k * 5 + len(style)) % len(fates)]
-                first_block = block
-                events = bld.fate_events(fate, edit, first_block)
+                events = bld.fate_events(fate, edit, block)
                 at = r.randint(now + 1, last)
                 for step, event in enumerate(events):
                     bld.schedule.setdefault(min(at + 3 * step, last), []).append(event)
@@ -589,12 +595,12 @@ def _make_queue(bld: _Builder, style: str, langs: tuple[str, ...], n: int, now: 
     return patches
 
 
-def _post(bld_frozen: dict[int, tuple[Line, ...]], paths: dict[int, str], patch: QueuePatch
+def _post(frozen: dict[int, tuple[Line, ...]], paths: dict[int, str], patch: QueuePatch
           ) -> dict[str, str] | None:
     """{path: text} of the files the patch changes in that tree, or None (no right place)."""
     out: dict[str, str] = {}
     for fid in dict.fromkeys(e.fid for e in patch.edits):
-        lines = bld_frozen.get(fid)
+        lines = frozen.get(fid)
         text = apply_edits(lines, [e for e in patch.edits if e.fid == fid]) if lines is not None else None
         if text is None:
             return None
@@ -608,19 +614,19 @@ def build_reach_upstream(dest: Path, files: int = 3000, commits: int = 300, seed
     every queue's length (at least 6 each)."""
     rng = random.Random(seed * 7919 + files)
     code = _Code(rng)
-    dirs_seen: dict[str, int] = {}
+    folders: set[str] = set()
     tree: dict[int, _File] = {}
     for i in range(files):
         lang = _MIX[i % len(_MIX)]
         folder = _DIRS[lang][i // len(_MIX) % len(_DIRS[lang])]
         stem = _STEMS[i // 7 % len(_STEMS)]
         path = f"{folder}/{stem}-{i:04d}.{lang}"
-        dirs_seen[folder] = dirs_seen.get(folder, 0) + 1
+        folders.add(folder)
         tree[i] = code.file(lang, path, rng.randint(3, 9))
     bld = _Builder(rng, code, tree)
     bld.dirty = set(tree)
     bld.freeze()
-    for folder in sorted(dirs_seen):  # every source folder has its CMakeLists.txt
+    for folder in sorted(folders):  # every source folder has its CMakeLists.txt
         bld.texts[f"{folder}/CMakeLists.txt"] = (f"# {folder}\nfile(GLOB SOURCES *.c *.cpp)\n"
                                                  f"add_library({folder.replace('/', '-')} ${{SOURCES}})\n")
     history: list[Commit] = [Commit("refs/heads/master", None, dict(bld.texts), "import the upstream\n", EPOCH,
@@ -628,8 +634,9 @@ def build_reach_upstream(dest: Path, files: int = 3000, commits: int = 300, seed
     snapshots: dict[int, tuple[dict[int, tuple[Line, ...]], dict[int, str]]] = {}
     queue_specs: list[tuple[str, str, int, tuple[int, ...], list[QueuePatch]]] = []
     last = commits
+    # the queues' bases lie early in the history, so that every later point has history to cross
     bases = {round(share * commits * 0.6): (name, style, langs, n) for name, style, langs, n, share in _QUEUES}
-    for c in range(0, commits + 1):
+    for c in range(commits + 1):
         if c:
             for event in bld.schedule.pop(c, []):
                 event()
@@ -715,7 +722,6 @@ def _message(p: QueuePatch) -> str:
 
 def _plain_patch(style: str, p: QueuePatch, pre: dict[str, str], post: dict[str, str], k: int, base: int) -> str:
     """A GNU `diff -p -u` patch with a mail header, or a quilt patch (Index: lines) without a Date."""
-    import tempfile
     env = {**os.environ, "LC_ALL": "C", "TZ": "UTC"}
     with tempfile.TemporaryDirectory(prefix="reach-diff-") as tmp:
         for side, content in (("a", pre), ("b", post)):
@@ -733,11 +739,10 @@ def _plain_patch(style: str, p: QueuePatch, pre: dict[str, str], post: dict[str,
                 cmd = ["diff", "-u", *(["-p"] if k % 2 else []), "--label", f"llama.cpp.orig/{path}",
                        "--label", f"llama.cpp/{path}", f"a/{path}", f"b/{path}"]
                 head = f"Index: llama.cpp/{path}\n{'=' * 67}\n"
-            out = subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True)
+            out = subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True, check=False)  # 1: they differ
             diffs.append(head + out.stdout)
     if style == "diff-p":
         when = EPOCH + 3600 * base + 60 * (k + 1)
-        from email.utils import formatdate
         header = (f"From: {p.author}\nDate: {formatdate(when)}\nSubject: [PATCH] {p.subject}\n\n"
                   f"Carry this downstream until upstream takes it.\n\n---\n")
     elif k % 2:

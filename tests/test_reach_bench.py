@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-import reach_bench  # noqa: E402
-from reach_bench import Placement, score  # noqa: E402
-from reach_upstream import build_reach_upstream  # noqa: E402
+import reach_bench
+from reach_bench import Placement, score
+from reach_upstream import build_reach_upstream
 
 
 @pytest.fixture(scope="module")
@@ -40,16 +40,18 @@ def test_git_am_places_a_plain_patch_right_at_its_base(tiny, tmp_path):
 
 
 def test_a_function_that_became_twins_has_no_right_place_and_gnu_patch_takes_a_twin(tiny, tmp_path):
-    queue, patch = next((q, p) for q in tiny.queues for p in q.patches
-                        if p.fate in ("split-twins", "twin-slide") and not p.form
-                        and tiny.expected[(q.name, p.name, q.points[-1])] is None)
-    assert tiny.expected[(queue.name, patch.name, queue.base)] is not None  # it had one at its base
+    queue = next(q for q in tiny.queues if q.style == "format-patch")
+    last = queue.points[-1]
+    twins = [p for p in queue.patches if p.fate in ("split-twins", "twin-slide") and not p.form
+             and tiny.expected[(queue.name, p.name, last)] is None]
+    assert twins and all(tiny.expected[(queue.name, p.name, queue.base)] for p in twins)  # a place at the base
     scratch = tmp_path / "scratch"
-    subprocess.run(["git", "worktree", "add", "--quiet", "--detach", str(scratch), queue.points[-1]],
+    subprocess.run(["git", "worktree", "add", "--quiet", "--detach", str(scratch), last],
                    cwd=tiny.repo, check=True, capture_output=True)
-    placed = reach_bench.gnu_patch(scratch, [queue.folder / patch.name], 0)[patch.name]
-    assert placed.changed is not None  # the twin's text matches: a naive tool takes it ...
-    assert score(None, placed) == "wrong"  # ... and the benchmark counts that as wrong
+    placed = reach_bench.gnu_patch(scratch, [queue.folder / p.name for p in twins], 2)
+    taken = [name for name, placement in placed.items() if placement.changed is not None]
+    assert taken  # the twin's text matches: a naive tool takes it ...
+    assert {score(None, placed[name]) for name in taken} == {"wrong"}  # ... and that counts as wrong
 
 
 def test_the_right_result_follows_a_renamed_file(tiny):
