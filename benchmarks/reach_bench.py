@@ -86,8 +86,9 @@ def run_patchkit(fork: Path, queue: ReachQueue, tag: str, out: Path) -> dict[str
             continue
         hunks = [f"{h['file']} hunk {h['hunk']}: {h['verdict']}" + (f" ({h['detail']})" if h["detail"] else "")
                  for h in p["hunks"] if h["verdict"] not in ("clean", "offset", "merged", "fuzzed")]
-        placements[p["name"]] = Placement(None, "; ".join([f"{p['verdict']}" + (f": {p['detail']}" if p["detail"]
-                                                                                 else ""), *hunks]))
+        # the patch's detail lists its hunks: with the hunks' own details, one line each says more
+        why = hunks or ([f"{p['verdict']}: {p['detail']}"] if p["detail"] else [])
+        placements[p["name"]] = Placement(None, "\n".join([p["verdict"], *why]))
     return placements
 
 
@@ -224,13 +225,19 @@ def print_table(up: ReachUpstream, results: list[Result]) -> None:
         if r.outcome == "right" and r.tool != "patchkit":
             right.setdefault(row(r), []).append(r.tool)
     missed = [r for r in results if r.tool == "patchkit" and r.outcome == "refused" and row(r) in right]
-    print(f"\npatchkit refuses what another tool placed right: {len(missed)}")
+    verdicts: dict[str, int] = {}
+    for r in missed:
+        first = r.reason.split("\n")[0].split(" (exit")[0]
+        verdicts[first] = verdicts.get(first, 0) + 1
+    print(f"\npatchkit refuses what another tool placed right: {len(missed)} ("
+          + ", ".join(f"{v}: {n}" for v, n in sorted(verdicts.items(), key=lambda kv: -kv[1])) + ")")
     stopped: dict[tuple[str, str, str], int] = {}
     for r in missed:
         if r.reason.startswith("queue stopped"):  # one reason for the whole queue: said once
             stopped[(r.queue, r.point, r.reason)] = stopped.get((r.queue, r.point, r.reason), 0) + 1
         else:
-            print(f"  {r.queue}@{r.point} {r.patch} (right by {', '.join(right[row(r)])})\n      {r.reason}")
+            reason = r.reason.replace("\n", "\n        ")
+            print(f"  {r.queue}@{r.point} {r.patch} (right by {', '.join(right[row(r)])})\n      {reason}")
     for (queue, point, reason), n in stopped.items():
         print(f"  {queue}@{point}: {n} patches\n      {reason}")
     wrong = [r for r in results if r.outcome == "wrong"]
