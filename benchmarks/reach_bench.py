@@ -241,7 +241,9 @@ def print_table(up: ReachUpstream, results: list[Result]) -> None:
     for (queue, point, reason), n in stopped.items():
         print(f"  {queue}@{point}: {n} patches\n      {reason}")
     wrong = [r for r in results if r.outcome == "wrong"]
-    print(f"\nwrong placements: {len(wrong)}")
+    print(f"\nwrong placements: {len(wrong)} ("
+          + ", ".join(f"{t}: {sum(r.tool == t for r in wrong)}, {sum(r.tool == t and r.has_place for r in wrong)} "
+                      "where a right place existed" for t in TOOLS) + ")")
     for tool in TOOLS:
         mine = [r for r in wrong if r.tool == tool]
         shown = mine if tool == "patchkit" else mine[:6]

@@ -652,10 +652,11 @@ def build_reach_upstream(dest: Path, files: int = 3000, commits: int = 300, seed
             queue_specs.append((name, style, c, points, made))
         if any(c in spec[3] for spec in queue_specs):
             snapshots[c] = (dict(bld.frozen), {fid: f.path for fid, f in bld.files.items()})
-    return _write(dest, bld, history, snapshots, queue_specs)
+    return _write(dest, history, snapshots, queue_specs)
 
 
-def _write(dest: Path, bld: _Builder, history: list[Commit], snapshots: dict, queue_specs: list) -> ReachUpstream:
+def _write(dest: Path, history: list[Commit], snapshots: dict, queue_specs: list) -> ReachUpstream:
+    """The repository (history, the format-patch queue's commits, the speed branch) and the queue folders."""
     init_repo(dest)
     commits = list(history)
     chains: dict[str, str] = {}
