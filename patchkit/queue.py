@@ -154,7 +154,7 @@ def malformed_patch(path: Path, name: str, why: Malformed) -> Patch:
             except PatchkitError:
                 continue  # no path in the tree: nothing there to block
     return Patch(name, path, hashlib.sha256(data).hexdigest(), Author("", ""), None,
-                 " ".join(fields.get("subject", "").split()) or name, "", {},
+                 mail.subject_text(" ".join(fields.get("subject", "").split())) or name, "", {},
                  tuple(FileChange(p, p, None, None, ()) for p in dict.fromkeys(named)), malformed=why)
 
 

@@ -90,7 +90,7 @@ def read_header(header: str, path: Path) -> tuple[Author, str | None, str, str]:
     if not subject:
         first, _, rest = message.partition("\n")
         subject, message = first, rest.strip("\n")
-    subject = _SUBJECT_PREFIX.sub("", subject).strip()
+    subject = subject_text(subject)
     if not subject:
         raise Unreadable(path, _field_line(lines, "subject"), "no Subject",
                          "add a Subject: line naming what the patch does")
@@ -102,6 +102,11 @@ def read_header(header: str, path: Path) -> tuple[Author, str | None, str, str]:
             raise Unreadable(path, _field_line(lines, "date"), f"unreadable Date {fields['date']!r}",
                              exc.hint or "") from None
     return Author(name, addr), date, subject, message.strip()
+
+
+def subject_text(value: str) -> str:
+    """A Subject: less its `[PATCH n/m]` prefixes, as git am takes it."""
+    return _SUBJECT_PREFIX.sub("", value).strip()
 
 
 def git_author(value: str) -> tuple[str, str]:
