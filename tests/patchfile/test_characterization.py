@@ -9,12 +9,9 @@ from __future__ import annotations
 from datetime import date
 from pathlib import Path
 
-import pytest
-
 from conftest import git_identity, write_project
 from patch_samples import DEP3, DIFF, FOLDED, FROM_PARAGRAPH, HOSTILE_CONFIG, MAIL, PROSE_LAST, SHORT, commit_repo
 from patchkit import git
-from patchkit.errors import PatchkitError
 from patchkit.export.formats import Format
 from patchkit.export.run import ExportOptions, run_export
 from patchkit.importing import mail, run, sources
