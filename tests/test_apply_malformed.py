@@ -281,3 +281,40 @@ def test_a_blank_context_line_a_mailer_ate_is_read_where_upstream_has_it(tmp_pat
     subprocess.run(["patch", "-p1", "-F0", "--quiet", "-i", str(patches[0])], cwd=gnu, check=True)
     assert git.run(["show", f"{report.patches[0].commit}:{HEADER}"], cwd=project.output_dir) + "\n" == \
         (gnu / HEADER).read_text()
+
+
+# -- every command that applies the queue ----------------------------------------------------------
+
+def test_nightly_verify_export_and_dist_name_the_malformed_patch(tmp_path, upstream):
+    """Each command keeps its rule for a patch that is not good: nightly and verify exit 1 (the
+    nightly does not bisect it: no upstream commit made it unreadable), export and dist refuse
+    the queue (exit 2, as for a conflict). No traceback anywhere."""
+    patches = make_queue(tmp_path, upstream.path, ["0001-include-stddef", "0002-comment-on-device", "0003-native-off"])
+    project = Project.load(write_project(tmp_path / "fork", str(upstream.path), patches))
+    assert run_apply(project, ApplyOptions(spec="upstream@HEAD", check=False, update_lock=True)).lock_updated
+    bad = project.patches_dir / "0001-include-stddef.patch"
+    bad.write_text(no_from(bad.read_text()))
+    why = "0001-include-stddef.patch:1: missing or malformed author"
+
+    verify = run_cli("verify", "--no-fetch", cwd=project.root)
+    assert verify.returncode == 1 and "Traceback" not in verify.stderr, verify.stderr
+    assert "0001-include-stddef.patch: malformed" in verify.stdout and why in verify.stdout
+
+    for args in (["export", "quilt", str(tmp_path / "out"), "--no-fetch"],
+                 ["dist", "-o", str(tmp_path / "out" / "src.tar"), "--no-fetch"]):
+        proc = run_cli(*args, cwd=project.root)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+        assert f"0001-include-stddef.patch is malformed: {why}" in proc.stderr
+        assert not (tmp_path / "out").exists()
+
+    reports = tmp_path / "reports"
+    night = run_cli("nightly", "--no-fetch", "--report-dir", str(reports), cwd=project.root)
+    assert night.returncode == 1 and "Traceback" not in night.stderr, night.stderr
+    report = json.loads((reports / "report.json").read_text())
+    assert_matches_schema(report)
+    assert [p["verdict"] for p in report["apply"]["patches"]] == ["malformed", "blocked", "clean"]
+    malformed, blocked = report["findings"]
+    assert (malformed["kind"], malformed["culprit"], malformed["probes"]) == ("malformed", None, 0)
+    assert malformed["detail"].startswith(f"not bisected: {why}")
+    assert (blocked["kind"], blocked["blocked_by"]) == ("blocked", "0001-include-stddef.patch")
+    assert not report["lock_moved"]
