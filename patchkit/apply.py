@@ -602,7 +602,7 @@ class Applier:
         marked = []
         for v in hunks:
             name = self._failed.waits_on(v.file, by_key.get((v.file, v.hunk)), v.verdict in _FAILURES)
-            why = "could not be read" if self._failed.malformed.get(v.file) == name else "did not apply"
+            why = "is malformed" if self._failed.malformed.get(v.file) == name else "did not apply"
             marked.append(v if name is None else HunkVerdict(
                 v.file, v.hunk, Verdict.BLOCKED, v.expected_line,
                 detail=f"needs lines of {name}, which {why}", blocked_by=name))

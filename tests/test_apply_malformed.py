@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -69,7 +70,8 @@ def make_queue(tmp_path: Path, upstream: Path, names: list[str]) -> list[Path]:
 
 def cli_apply(tmp_path: Path, upstream: Path, patches: list[Path]) -> tuple[subprocess.CompletedProcess, dict]:
     root = write_project(tmp_path / "fork", str(upstream), patches)
-    proc = run_cli("apply", "--json", str(tmp_path / "report.json"), cwd=root)
+    proc = run_cli("apply", "--json", str(tmp_path / "report.json"), "--markdown", str(tmp_path / "report.md"),
+                   "--junit", str(tmp_path / "junit.xml"), cwd=root)
     assert "Traceback" not in proc.stderr, proc.stderr
     report = json.loads((tmp_path / "report.json").read_text())
     assert_matches_schema(report)
@@ -117,6 +119,10 @@ def test_an_unreadable_patch_is_malformed_blocks_its_files_and_the_queue_goes_on
     assert later["blocked_by"] == ["0001-include-stddef.patch"] and later["commit"] is None
     assert other["commit"] is not None
     assert "0001-include-stddef.patch: malformed" in proc.stdout and where in proc.stdout
+    assert f"\n## 0001-include-stddef.patch: malformed\n\n{where}" in (tmp_path / "report.md").read_text()
+    (case,) = [c for c in ET.parse(tmp_path / "junit.xml").getroot().iter("testcase")
+               if c.get("name") == "0001-include-stddef.patch"]
+    assert case.find("failure").get("message").startswith(f"malformed: {where}")
 
 
 def test_a_patch_naming_no_file_blocks_nothing(tmp_path, upstream):
