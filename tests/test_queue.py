@@ -199,3 +199,19 @@ def test_a_binary_size_that_is_not_ascii_digits_is_refused_in_one_line(tmp_path)
     with pytest.raises(PatchkitError) as exc:
         read_patch(write(tmp_path, text))
     assert "unreadable binary patch line" in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_a_malformed_patch_keeps_the_files_its_diff_headers_name(tmp_path):
+    """What blocks later patches: every path its headers name (renames both sides, quoted names
+    unquoted, a name with a space split as git splits it); no path outside the tree."""
+    from patchkit.queue import Malformed, malformed_patch
+
+    text = ("From: A U Thor\nSubject: [PATCH 3/9] odd\n\n---\n"
+            "diff --git a/src/a b.c b/src/a b.c\n--- a/src/a b.c\n+++ b/src/a b.c\n@@ -1 +1 @@\n-x\n"
+            "diff --git a/old.c b/new.c\nsimilarity index 90%\nrename from old.c\nrename to new.c\n"
+            'diff --git "a/caf\\303\\251.md" "b/caf\\303\\251.md"\n'
+            "--- a/../etc/passwd\n+++ b//etc/passwd\n")
+    path = write(tmp_path, text)
+    patch = malformed_patch(path, "fix.patch", Malformed(1, "missing or malformed author", ""))
+    assert patch.touched_paths == ["src/a b.c", "old.c", "new.c", "café.md"]
+    assert patch.subject == "odd" and patch.malformed.line == 1
