@@ -39,6 +39,7 @@ class Verdict(str, enum.Enum):
     CONFLICT = "conflict"
     MISSING_FILE = "missing-file"
     BLOCKED = "blocked"
+    MALFORMED = "malformed"  # the patch file cannot be read as a patch (or as it reads, it does not fit)
 
     @property
     def good(self) -> bool:
@@ -48,7 +49,10 @@ class Verdict(str, enum.Enum):
 
 # Which failing hunk verdict names the patch, most telling first.
 _FAILURE_ORDER = (Verdict.BLOCKED, Verdict.MISSING_FILE, Verdict.CONFLICT, Verdict.AMBIGUOUS)
-_FAILURES = frozenset(_FAILURE_ORDER)
+_FAILURES = frozenset(_FAILURE_ORDER) | {Verdict.MALFORMED}  # a patch's own, never a hunk's
+# A hunk read with a blank last line a mailer ate: placed where the whole pre-image (or its
+# post-image) matched, that blank line included. Fuzz ignores it, a failure cannot tell: malformed.
+_BLANK_FOUND = frozenset({Verdict.CLEAN, Verdict.OFFSET, Verdict.MERGED, Verdict.ALREADY_APPLIED})
 _SYMLINK = "120000"
 _LINE = re.compile(r"[^\n]*\n|[^\n]+\Z")
 
@@ -94,6 +98,7 @@ class _Applied:
     patch: Patch
     result: PatchResult
     changes: Changes
+    warnings: tuple[str, ...] = ()  # how a patch was read, where that took a decision
 
 
 @dataclass(frozen=True)
@@ -141,17 +146,27 @@ class WorkTree:
 
 @dataclass
 class _FailedRanges:
-    """Post-image line ranges of patches that did not apply, to tell `blocked` from `conflict`."""
+    """Post-image line ranges of patches that did not apply, to tell `blocked` from `conflict`;
+    and the files of malformed patches, where every later hunk is blocked."""
 
     ranges: dict[str, list[tuple[int, int, str]]] = field(default_factory=dict)
+    malformed: dict[str, str] = field(default_factory=dict)  # path -> the first malformed patch naming it
 
-    def add(self, patch: Patch) -> None:
+    def add(self, patch: Patch, verdict: Verdict) -> None:
+        if verdict is Verdict.MALFORMED:  # what it does to its files is not known: all of each
+            for path in patch.touched_paths:
+                self.malformed.setdefault(path, patch.name)
+            return
         for fc in patch.files:
             spans = [(h.new_start, h.new_start + max(len(h.new_lines), 1)) for h in fc.hunks]
             for start, end in spans or [(0, 1 << 62)]:  # a binary file: all of it
                 self.ranges.setdefault(fc.new_path or fc.path, []).append((start, end, patch.name))
 
-    def waits_on(self, path: str, hunk: Hunk | None) -> str | None:
+    def waits_on(self, path: str, hunk: Hunk | None, failed: bool) -> str | None:
+        """The earlier patch hunk HUNK of PATH is blocked by: a malformed one naming PATH, or
+        (when the hunk FAILED) one whose post-image overlaps the hunk's pre-image."""
+        if path in self.malformed or not failed:
+            return self.malformed.get(path)
         lo, hi = (hunk.old_start, hunk.old_start + max(len(hunk.old_lines), 1)) if hunk else (0, 1 << 62)
         for start, end, name in self.ranges.get(path, []):
             if start < hi and lo < end:
@@ -528,6 +543,11 @@ class Applier:
         self.renames: dict[str, str] = {}  # old path -> new, for every file a patch followed there
 
     def apply(self, patch: Patch) -> _Applied:
+        if patch.malformed:
+            return self._malformed(patch, f"{patch.name}:{patch.malformed.line}: {patch.malformed.why}")
+        crlf = self._crlf_upstream(patch) if patch.crlf else None
+        if crlf:
+            return self._malformed(patch, crlf)
         hunks: list[HunkVerdict] = []
         changes: Changes = {}
         recorded = self._bases.get(patch.sha256)
@@ -536,16 +556,51 @@ class Applier:
             hunks += verdicts
             changes.update(change)
         hunks = self._mark_blocked(patch, hunks)
+        blank = self._blank_not_found(patch, hunks)
+        if blank:
+            return self._malformed(patch, blank)
         verdict = _patch_verdict(hunks)
         if verdict in _FAILURES:
-            self._failed.add(patch)
+            self._failed.add(patch, verdict)
         if verdict in _FAILURES or verdict is Verdict.ALREADY_APPLIED:
             changes = {}
         blocked_by = tuple(dict.fromkeys(h.blocked_by for h in hunks if h.blocked_by))
         result = PatchResult(patch.name, patch.subject, patch.sha256, verdict, tuple(hunks),
                              blocked_by=blocked_by, detail=_summary(verdict, hunks, blocked_by))
         self.tree.update(changes)
-        return _Applied(patch, result, changes)
+        return _Applied(patch, result, changes, _read_warnings(patch, self.revision) if changes else ())
+
+    def _malformed(self, patch: Patch, why: str) -> _Applied:
+        """PATCH's verdict when it cannot be read, or not as it fits upstream: it applies nothing,
+        and every later hunk in a file it names is blocked by it."""
+        self._failed.add(patch, Verdict.MALFORMED)
+        named = ", ".join(patch.touched_paths)
+        detail = f"{why}; later patches are blocked in " + (named if named else "no file (it names none)")
+        return _Applied(patch, PatchResult(patch.name, patch.subject, patch.sha256, Verdict.MALFORMED, (),
+                                           detail=detail), {})
+
+    def _crlf_upstream(self, patch: Patch) -> str | None:
+        """Why a patch read as LF (every line ended in CRLF) cannot be: a file it changes has CRLF
+        line ends upstream, so whether a \\r was the mailer's or the file's cannot be told."""
+        for fc in patch.files:
+            current = self.tree.read(fc.old_path) if fc.old_path and not fc.binary else None
+            if current is not None and b"\r\n" in current:
+                return (f"{patch.name}:1: every line ends in CRLF, and {fc.old_path} has CRLF line ends upstream: "
+                        "which \\r are the file's cannot be told; re-export it with git format-patch")
+        return None
+
+    def _blank_not_found(self, patch: Patch, hunks: list[HunkVerdict]) -> str | None:
+        """Why a hunk read with a blank last line a mailer ate was not placed with that line found
+        upstream (a blocked one waits on its blocker first)."""
+        verdicts = {(v.file, v.hunk): v for v in hunks}
+        for fc in patch.files:
+            for h in fc.hunks:
+                v = verdicts.get((fc.path, h.index))
+                if h.blank_read_at and v and v.verdict not in _BLANK_FOUND and v.verdict is not Verdict.BLOCKED:
+                    return (f"{patch.name}:{h.blank_read_at}: hunk {h.index} of {fc.path} is one line short of "
+                            f"its header's count; read as a blank context line only where upstream has one "
+                            f"there, and it was {v.verdict.value}" + (f" ({v.detail})" if v.detail else ""))
+        return None
 
     def _apply_file(self, fc: FileChange, recorded: str | None,
                     earlier: Changes) -> tuple[list[HunkVerdict], Changes]:
@@ -650,14 +705,16 @@ class Applier:
         return None
 
     def _mark_blocked(self, patch: Patch, hunks: list[HunkVerdict]) -> list[HunkVerdict]:
-        """Each failing hunk that needs lines of an earlier failed patch is blocked by that one."""
+        """Each failing hunk that needs lines of an earlier failed patch is blocked by that one;
+        every hunk in a file an earlier malformed patch names is blocked by it."""
         by_key = {(fc.path, h.index): h for fc in patch.files for h in fc.hunks}
         marked = []
         for v in hunks:
-            name = self._failed.waits_on(v.file, by_key.get((v.file, v.hunk))) if v.verdict in _FAILURES else None
+            name = self._failed.waits_on(v.file, by_key.get((v.file, v.hunk)), v.verdict in _FAILURES)
+            why = "is malformed" if self._failed.malformed.get(v.file) == name else "did not apply"
             marked.append(v if name is None else HunkVerdict(
                 v.file, v.hunk, Verdict.BLOCKED, v.expected_line,
-                detail=f"needs lines of {name}, which did not apply", blocked_by=name))
+                detail=f"needs lines of {name}, which {why}", blocked_by=name))
         return marked
 
 
@@ -692,6 +749,20 @@ def _apply_binary(fc: FileChange, current: bytes) -> tuple[list[HunkVerdict], by
     return _every_hunk(fc, Verdict.CLEAN, "binary"), content
 
 
+def _read_warnings(patch: Patch, revision: Revision) -> tuple[str, ...]:
+    """What a maintainer should know of how a committed patch was read."""
+    warnings = []
+    if patch.crlf:
+        warnings.append(f"{patch.name}: every line ends in CRLF (a mailer's or an editor's); read as LF")
+    warnings += [f"{patch.name}:{h.blank_read_at}: hunk {h.index} of {fc.path} is one line short of its header's "
+                 "count; read as the blank context line upstream has there"
+                 for fc in patch.files for h in fc.hunks if h.blank_read_at]
+    if patch.date is None:
+        warnings.append(f"{patch.name} has no Date: its commit is dated at upstream's {revision.commit[:12]}, "
+                        "so its id is the same on every run; add a Date: line")
+    return tuple(warnings)
+
+
 def _summary(verdict: Verdict, hunks: list[HunkVerdict], blocked_by: tuple[str, ...]) -> str:
     if verdict is Verdict.BLOCKED:
         return f"waits on {', '.join(blocked_by)}, which did not apply"
@@ -718,11 +789,12 @@ class AppliedQueue:
     tree: str  # the tip's tree
     repo: Path  # a scratch repository borrowing the mirror's objects: read the commits there
     renames: dict[str, str] = field(default_factory=dict)  # old path -> new, of files followed where upstream moved them
+    read_warnings: tuple[str, ...] = ()  # how the committed patches were read, where it took a decision
 
     @property
     def warnings(self) -> tuple[str, ...]:
-        return tuple(f"{r.name} was placed with fuzz: review it, then refresh the patch"
-                     for r in self.patches if r.verdict is Verdict.FUZZED)
+        return self.read_warnings + tuple(f"{r.name} was placed with fuzz: review it, then refresh the patch"
+                                          for r in self.patches if r.verdict is Verdict.FUZZED)
 
     def scratch_mirror(self) -> Mirror:
         """The scratch repository seen as the mirror, for readers that take one (format-patch)."""
@@ -768,14 +840,16 @@ def apply_queue(mirror: Mirror, revision: Revision, patches: Sequence[Patch], fu
         testpoint.pause("fast-import")
         tip = ids[-1] if ids else revision.commit
         yield AppliedQueue(mirror, revision, tuple(replace(a.result, commit=commits.get(a.patch.name)) for a in applied),
-                           tip, git.run(["rev-parse", f"{tip}^{{tree}}"], cwd=repo), repo, applier.renames)
+                           tip, git.run(["rev-parse", f"{tip}^{{tree}}"], cwd=repo), repo, applier.renames,
+                           tuple(w for a in committed for w in a.warnings))
 
 
 def _stream(revision: Revision, applied: Sequence[_Applied], ref: str) -> bytes:
     """The fast-import stream of one commit per applied patch onto REF.
 
-    Author and date come from the patch; the committer is fixed and dated at the upstream
-    commit, so the same upstream commit and the same queue always give the same ids.
+    Author and date come from the patch (a patch without a date is dated at the upstream
+    commit); the committer is fixed and dated at the upstream commit, so the same upstream commit
+    and the same queue always give the same ids.
     """
     committer = f"{git.PATCHKIT_NAME} <{git.PATCHKIT_EMAIL}> {revision.date}"
     out = bytearray(f"reset {ref}\nfrom {revision.commit}\n\n".encode())
@@ -783,7 +857,7 @@ def _stream(revision: Revision, applied: Sequence[_Applied], ref: str) -> bytes:
         author = item.patch.author
         message = item.patch.message.encode()
         out += (f"commit {ref}\nmark :{mark}\n"
-                f"author {author.name} <{author.email}> {author.date}\n"
+                f"author {author.name} <{author.email}> {item.patch.date or revision.date}\n"
                 f"committer {committer}\n"
                 f"data {len(message)}\n").encode() + message + b"\n"
         for path, change in sorted(item.changes.items()):

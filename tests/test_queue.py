@@ -44,7 +44,7 @@ def write(tmp_path: Path, text: str, name: str = "fix.patch") -> Path:
 
 def test_reads_the_queue_patch_with_dep3_trailers():
     patch = read_patch(seed_patch_path())
-    assert patch.author.name == "Mike Lothian" and patch.author.date == "1790518000 +0100"
+    assert patch.author.name == "Mike Lothian" and patch.date == "1790518000 +0100"
     assert patch.subject == "server : keep speculative checkpoints on device"
     assert patch.trailers["Forwarded"] == "not-needed" and patch.trailers["Origin"].startswith("other, ")
     assert "Last-Update" in patch.trailers
@@ -73,10 +73,17 @@ def test_no_newline_at_end_of_file(tmp_path):
 @pytest.mark.parametrize("text, message", [
     (SIMPLE.format(path="../etc/passwd"), "unsafe path '../etc/passwd'"),
     (SIMPLE.replace("a/{path}", "/etc/{path}").format(path="passwd"), "unsafe path '/etc/passwd'"),
-    (SIMPLE.format(path="a.c").replace(" c\n-- \n", "-- \n"), "fix.patch:15: malformed or truncated"),
+    # One context line short at the end reads as a blank line (test_tolerant_reads); more does not.
+    (SIMPLE.format(path="a.c").replace("+B\n c\n-- \n", "-- \n"), "fix.patch:15: malformed or truncated"),
     (SIMPLE.format(path="a.c").replace("From: A U Thor <author@example.org>\n", ""), "missing or malformed author"),
-    (SIMPLE.format(path="a.c").replace("\n", "\r\n"), "CRLF"),
-    (SIMPLE.format(path="a.c").replace("From: A U Thor <", 'From: "A <U> Thor" <'), "has '<' or '>' in a name"),
+    (SIMPLE.format(path="a.c").replace("From: A U Thor <author@example.org>", "From: A U Thor"),
+     "fix.patch:2: missing or malformed author"),
+    (SIMPLE.format(path="a.c").replace("Body line.\n", "Body line.\r\n"),
+     "fix.patch:6: line 6 ends in CRLF, line 1 in LF: mixed line ends"),
+    (SIMPLE.format(path="a.c").replace("From: A U Thor <author@example.org>", "From: A U Thor <<author>"),
+     "has '<' or '>' in a name"),
+    (SIMPLE.format(path="a.c").replace("Date: Mon, 2 Nov 2026 10:00:00 +0100", "Date: yesterday"),
+     "fix.patch:3: unreadable Date 'yesterday'"),
     ("From: A <a@b.c>\nSubject: x\n\nno diff here\n", "no diff found"),
     ("From: A <a@b.c>\nDate: Mon, 2 Nov 2026 10:00:00 +0100\nSubject: img\n---\n"
      "diff --git a/x.png b/x.png\nindex 1111111..2222222 100644\nBinary files a/x.png and b/x.png differ\n",
@@ -87,6 +94,28 @@ def test_bad_patches_are_refused_with_a_reason(tmp_path, text, message):
         read_patch(write(tmp_path, text))
     assert message in str(exc.value)
     assert "\n" not in str(exc.value)
+
+
+def test_tolerant_reads(tmp_path):
+    """What git am or GNU patch read unambiguously is read; the apply checks what needs upstream
+    (tests/test_apply_malformed.py)."""
+    crlf = read_patch(write(tmp_path, SIMPLE.format(path="a.c").replace("\n", "\r\n")))
+    assert crlf.crlf and crlf.files[0].hunks[0].old_lines == ("a\n", "b\n", "c\n")
+    assert not read_patch(write(tmp_path, SIMPLE.format(path="a.c"))).crlf
+
+    short = read_patch(write(tmp_path, SIMPLE.format(path="a.c").replace(" c\n-- \n", "-- \n")))
+    (hunk,) = short.files[0].hunks
+    # the patch file's line 19 is where the blank line would have been
+    assert hunk.old_lines == ("a\n", "b\n", "\n") and hunk.new_lines == ("a\n", "B\n", "\n")
+    assert hunk.blank_read_at == 19 and hunk.trailing_context == 1
+
+    nobody = read_patch(write(tmp_path, SIMPLE.format(path="a.c").replace("A U Thor <author@example.org>", "nobody <>")))
+    assert (nobody.author.name, nobody.author.email) == ("nobody", "")
+    undated = read_patch(write(tmp_path, SIMPLE.format(path="a.c").replace("Date: Mon, 2 Nov 2026 10:00:00 +0100\n", "")))
+    assert undated.date is None and undated.subject == "fix the thing"
+    # As git am: a name holding '<' or '>' gives way to the address.
+    odd = read_patch(write(tmp_path, SIMPLE.format(path="a.c").replace("From: A U Thor <", 'From: "A <U> Thor" <')))
+    assert (odd.author.name, odd.author.email) == ("author@example.org", "author@example.org")
 
 
 def test_series_comments_blank_lines_and_p1(tmp_path):
@@ -170,3 +199,19 @@ def test_a_binary_size_that_is_not_ascii_digits_is_refused_in_one_line(tmp_path)
     with pytest.raises(PatchkitError) as exc:
         read_patch(write(tmp_path, text))
     assert "unreadable binary patch line" in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_a_malformed_patch_keeps_the_files_its_diff_headers_name(tmp_path):
+    """What blocks later patches: every path its headers name (renames both sides, quoted names
+    unquoted, a name with a space split as git splits it); no path outside the tree."""
+    from patchkit.queue import Malformed, malformed_patch
+
+    text = ("From: A U Thor\nSubject: [PATCH 3/9] odd\n\n---\n"
+            "diff --git a/src/a b.c b/src/a b.c\n--- a/src/a b.c\n+++ b/src/a b.c\n@@ -1 +1 @@\n-x\n"
+            "diff --git a/old.c b/new.c\nsimilarity index 90%\nrename from old.c\nrename to new.c\n"
+            'diff --git "a/caf\\303\\251.md" "b/caf\\303\\251.md"\n'
+            "--- a/../etc/passwd\n+++ b//etc/passwd\n")
+    path = write(tmp_path, text)
+    patch = malformed_patch(path, "fix.patch", Malformed(1, "missing or malformed author", ""))
+    assert patch.touched_paths == ["src/a b.c", "old.c", "new.c", "café.md"]
+    assert patch.subject == "odd" and patch.malformed.line == 1

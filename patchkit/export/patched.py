@@ -109,4 +109,4 @@ def _what_failed(result: PatchResult) -> str:
                       for h in bad)
     if result.verdict is Verdict.FUZZED:
         return f"{result.name} needs fuzz ({where}), and a packager's patch must apply with fuzz 0"
-    return f"{result.name} is {result.verdict.value}" + (f": {where}" if where else "")
+    return f"{result.name} is {result.verdict.value}: {where or result.detail}"  # malformed: no hunks, a detail

@@ -54,7 +54,7 @@ class Culprit:
 @dataclass(frozen=True)
 class Finding:
     patch: str
-    kind: str  # broke, superseded, partially-applied, blocked, unknown
+    kind: str  # broke, superseded, partially-applied, blocked, malformed, unknown
     culprit: Culprit | None
     probes: int  # probes spent on this patch (reused ones included)
     reused: int  # of those, answered from probes made for another search
@@ -97,7 +97,10 @@ def bisect_queue(mirror: Mirror, project: Project, queue: Sequence[Patch], good:
                          str(patch.checks_path) in failing)
             if kind is None:
                 continue
-            if kind == "blocked":
+            if kind == "malformed":  # no upstream commit made it so: nothing to bisect
+                findings[patch.name] = Finding(patch.name, "malformed", None, 0, 0, 0, 0, True, False, None, None,
+                                               f"not bisected: {result.detail}")
+            elif kind == "blocked":
                 findings[patch.name] = _blocked(patch, result, findings)
             elif why_not or good is None:
                 findings[patch.name] = _unknown(patch.name, kind, why_not or "no lock")
@@ -108,6 +111,8 @@ def bisect_queue(mirror: Mirror, project: Project, queue: Sequence[Patch], good:
 
 def _kind(result: PatchResult, rules_hold_upstream: bool, rules_fail: bool) -> str | None:
     """What the target says about one patch: the kind of finding it needs, or None."""
+    if result.verdict is Verdict.MALFORMED:
+        return "malformed"
     if result.verdict is Verdict.ALREADY_APPLIED or rules_hold_upstream:
         return "superseded"
     if result.verdict is Verdict.PARTIALLY_APPLIED:

@@ -94,6 +94,21 @@ def short_hunk(lines: list[str]) -> int:
     return header if awaiting else max(len(lines) - 1, 0)
 
 
+def eaten_blank_lines(lines: list[str]) -> list[int]:
+    """Where a hunk's body stops one line short of its header's counts, that line being context
+    (one pre-image and one post-image line left): the index in LINES where it is missing. That is
+    how a blank context line looks once a mailer or an editor dropped it from a hunk's end; GNU
+    patch reads it so, git apply refuses the patch."""
+    eaten = []
+    left, changed = (0, 0), False  # what the hunk being read still counts; whether it changes a line
+    for i, line in enumerate(walk(lines)):
+        if left == (1, 1) and changed and not line.in_hunk:
+            eaten.append(i)
+        changed = line.changed or (changed and line.in_hunk)
+        left = (line.old_left, line.new_left) if line.in_hunk or line.part is Part.HEADER else (0, 0)
+    return eaten + ([len(lines)] if left == (1, 1) and changed else [])
+
+
 _C_ESCAPE = re.compile(rb'\\([0-7]{3}|[abtnvfr"\\])')
 _C_ESCAPES = {b"a": 7, b"b": 8, b"t": 9, b"n": 10, b"v": 11, b"f": 12, b"r": 13, b'"': 34, b"\\": 92}
 

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from patchkit.errors import PatchkitError
-from patchkit.git import Identity
 from patchkit.patchfile.diff import diff_start, strip_signature
 
 _SUBJECT_PREFIX = re.compile(r"^\s*(\[[^\]]*\]\s*)+")
@@ -31,43 +30,128 @@ _MAIL_FIELDS = {"from", "subject", "date", "message-id", "return-path", "receive
 
 # -- a patch file: its mail and its diff ----------------------------------------------------------
 
+class Unreadable(PatchkitError):
+    """A patch file that cannot be read as a patch: where (a 1-based line of the file) and why.
+    In a queue it is that patch's verdict (`malformed`); `import` refuses it (exit 2)."""
+
+    def __init__(self, path: Path, line: int, why: str, hint: str) -> None:
+        super().__init__(f"{path}:{line}: {why}", hint)
+        self.line = line
+        self.why = why
+
+
+@dataclass(frozen=True)
+class Author:
+    name: str
+    email: str  # may be empty: git am takes `From: nobody <>`, and so does patchkit
+
+
+def lf_text(text: str, path: Path) -> tuple[str, bool]:
+    """TEXT with LF line ends, and whether it had CRLF ones: a file whose every line ends in CRLF
+    went through a mailer or a Windows editor (git am's mailsplit strips them too). Some lines
+    CRLF and some not cannot be told apart from content: Unreadable."""
+    ends = [line.endswith("\r") for line in text.split("\n")[:-1]]
+    if not any(ends):
+        return text, False
+    if all(ends):
+        return text.replace("\r\n", "\n"), True
+    first = ends.index(not ends[0]) + 1
+    raise Unreadable(path, first, f"line {first} ends in {'CRLF' if ends[first - 1] else 'LF'}, line 1 in "
+                     f"{'CRLF' if ends[0] else 'LF'}: mixed line ends (mangled in transit?)",
+                     "convert it with `dos2unix`, or re-export it with git format-patch")
+
+
 def split(text: str, path: Path) -> tuple[str, str, int]:
     """(header and message, diff less the signature, 1-based line where the diff starts)."""
     lines = text.splitlines(keepends=True)
     start = diff_start(lines)
     if start is None:
-        raise PatchkitError(f"{path}: no diff found", "is this a patch? expected `diff --git` lines")
+        raise Unreadable(path, 1, "no diff found", "is this a patch? expected `diff --git` lines")
     return "".join(lines[:start]), strip_signature("".join(lines[start:])), start + 1
 
 
-def read_header(header: str, path: Path) -> tuple[Identity, str, str]:
-    """The author (with the Date), subject and message of a mail's or DEP-3 header."""
+def read_header(header: str, path: Path) -> tuple[Author, str | None, str, str]:
+    """The author, date (git's raw form; None when there is no Date:), subject and message of a
+    mail's or DEP-3 header."""
     lines = header.splitlines()
     found, i = header_fields(lines)
     fields = {name: _decoded(value) for name, value in found.items()}
-    # Undecoded too: an address list is parsed before its words are decoded.
-    raw = {name: _mail_text(value) for name, value in found.items()}
     message = _mail_text("\n".join(lines[i:]))
     message = re.split(r"^---\s*$", message, maxsplit=1, flags=re.M)[0].strip("\n")
-    who = raw.get("from") or raw.get("author")
-    name, addr = email.utils.parseaddr(who or "")
-    name = _decoded(name)  # "=?UTF-8?q?M=C3=BCller=2C_Hans?=" holds a comma only once decoded
-    if not who or not name or not addr:
-        raise PatchkitError(f"{path}: missing or malformed author ('From: Name <email>')",
-                            "add a From: header with a name and an email address")
+    who = "from" if "from" in fields else "author"
+    name, addr = git_author(fields.get(who, ""))
+    if not name:
+        raise Unreadable(path, _field_line(lines, who), "missing or malformed author ('From: Name <email>')",
+                         "add a From: header with a name and an email address")
     if set("<>\n") & set(name + addr):  # a commit's ident cannot carry them
-        raise PatchkitError(f"{path}: author {name!r} <{addr}> has '<' or '>' in a name or address",
-                            "fix the From: header")
+        raise Unreadable(path, _field_line(lines, who), f"author {name!r} <{addr}> has '<' or '>' in a name "
+                         "or address", "fix the From: header")
     subject = fields.get("subject") or fields.get("description")
     if not subject:
         first, _, rest = message.partition("\n")
         subject, message = first, rest.strip("\n")
-    subject = _SUBJECT_PREFIX.sub("", subject).strip()
+    subject = subject_text(subject)
     if not subject:
-        raise PatchkitError(f"{path}: no Subject", "add a Subject: line naming what the patch does")
-    if not fields.get("date"):
-        raise PatchkitError(f"{path}: no Date header", "add `Date: <RFC 2822 date>`")
-    return Identity(name, addr, git_date(fields["date"], path)), subject, message.strip()
+        raise Unreadable(path, _field_line(lines, "subject"), "no Subject",
+                         "add a Subject: line naming what the patch does")
+    date = None
+    if fields.get("date"):
+        try:
+            date = git_date(fields["date"], path)
+        except PatchkitError as exc:
+            raise Unreadable(path, _field_line(lines, "date"), f"unreadable Date {fields['date']!r}",
+                             exc.hint or "") from None
+    return Author(name, addr), date, subject, message.strip()
+
+
+def subject_text(value: str) -> str:
+    """A Subject: less its `[PATCH n/m]` prefixes, as git am takes it."""
+    return _SUBJECT_PREFIX.sub("", value).strip()
+
+
+def git_author(value: str) -> tuple[str, str]:
+    """A From: (decoded) as git am reads it (mailinfo's handle_from): the address is the word
+    around the first '@' (its '<' and '>' dropped), the name what is left, less a () around it;
+    a name that is empty, over 60 characters or holds '@', '<' or '>' is the address. Without an
+    '@': `Name <addr>` as written, else nothing. ("" name: git am refuses the patch.)"""
+    value = _unquoted(" ".join(value.split()))
+    at = value.find("@")
+    if at < 0:
+        m = re.match(r"^([^<]*)<([^>]*)>", value)
+        return (_sane_name(m[1].strip(), m[2]), m[2]) if m else ("", "")
+    start = at
+    while start > 0 and not value[start - 1].isspace() and value[start - 1] != "<":
+        start -= 1
+    end = at + len(re.match(r"[^\s>]*", value[at:])[0])
+    addr = value[start:end]
+    rest = value[:max(start - 1, 0) if start and value[start - 1] == "<" else start] + " " + value[end + 1:]
+    name = " ".join(rest.split())
+    if name.startswith("(") and name.endswith(")"):
+        name = name[1:-1]
+    return _sane_name(name, addr), addr
+
+
+def _unquoted(value: str) -> str:
+    """VALUE with each "quoted string" as its text (quotes dropped, backslash pairs undone)."""
+    out, quoted, escaped = [], False, False
+    for c in value:
+        if escaped or (c != '"' and not (quoted and c == "\\")):
+            out.append(c)
+            escaped = False
+        elif c == '"':
+            quoted = not quoted
+        else:
+            escaped = True
+    return "".join(out)
+
+
+def _sane_name(name: str, addr: str) -> str:
+    return addr if not name or len(name) > 60 or set("@<>") & set(name) else name
+
+
+def _field_line(lines: list[str], name: str) -> int:
+    """The 1-based line of header field NAME (1 when there is none)."""
+    return next((i for i, line in enumerate(lines, 1) if line.lower().startswith(f"{name}:")), 1)
 
 
 def header_fields(lines: list[str]) -> tuple[dict[str, str], int]:

@@ -9,7 +9,7 @@ STYLE = {
     Verdict.CLEAN: "green", Verdict.OFFSET: "green", Verdict.MERGED: "cyan",
     Verdict.FUZZED: "yellow", Verdict.ALREADY_APPLIED: "magenta",
     Verdict.PARTIALLY_APPLIED: "magenta", Verdict.AMBIGUOUS: "red", Verdict.CONFLICT: "red",
-    Verdict.MISSING_FILE: "red", Verdict.BLOCKED: "red",
+    Verdict.MISSING_FILE: "red", Verdict.BLOCKED: "red", Verdict.MALFORMED: "red",
 }
 
 
@@ -96,9 +96,10 @@ def to_markdown(report) -> str:
              md_table(["#", "patch", "verdict", "hunks", "commit"], rows)]
     for p in report.patches:
         details = _noteworthy(p)
-        if details:
-            parts.append(f"\n## {p.name}: {p.verdict.value}\n\n{p.detail}\n\n```\n"
-                         + "\n".join(line for h in details for line in hunk_lines(h)) + "\n```\n")
+        if details or not p.good:  # a malformed patch has no hunks, only its detail
+            parts.append(f"\n## {p.name}: {p.verdict.value}\n\n{p.detail}\n"
+                         + ("\n```\n" + "\n".join(line for h in details for line in hunk_lines(h)) + "\n```\n"
+                            if details else ""))
     if report.checks is not None:
         from patchkit.report.check import to_markdown as checks_markdown
 

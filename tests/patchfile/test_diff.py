@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from patch_samples import DIFF, SHORT
-from patchkit.patchfile.diff import HUNK_HEADER, diff_start, short_hunk, strip_signature, unquote, walk
+from patchkit.patchfile.diff import HUNK_HEADER, diff_start, eaten_blank_lines, short_hunk, strip_signature, unquote, walk
 
 
 def parts(text: str) -> list[tuple[str, str, bool]]:
@@ -55,3 +55,13 @@ def test_quoted_paths():
     assert unquote('"a/tab\\there \\"q\\""') == 'a/tab\there "q"'
     assert unquote("a/plain name") == "a/plain name"
     assert unquote('"b/\\377"') == "b/\udcff"  # not UTF-8: kept as a surrogate escape
+
+
+def test_a_hunk_one_context_line_short_at_its_end_is_where_a_blank_line_was_eaten():
+    hunk = ["diff --git a/x b/x", "--- a/x", "+++ b/x", "@@ -1,3 +1,3 @@", " a", "-b", "+B"]
+    assert eaten_blank_lines(hunk) == [7]  # at the end of the diff
+    assert eaten_blank_lines(hunk + ["diff --git a/y b/y"]) == [7]  # before the next file
+    assert eaten_blank_lines(hunk + [" c"]) == []  # complete
+    assert eaten_blank_lines(hunk[:-1]) == []  # short of a post-image line too: not a context line
+    assert eaten_blank_lines(["@@ -1,2 +1,2 @@", " a"]) == []  # no change: no hunk to read
+    assert eaten_blank_lines(hunk[:4] + [" a", "-b", "+B", "", "@@ -9,2 +9,2 @@", "-x", "+y"]) == [11]

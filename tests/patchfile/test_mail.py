@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+
 import pytest
 
 from patch_samples import DEP3, FOLDED, HEADER, MAIL, SHORT, message
 from patch_samples import README_DIFF as DIFF
 from patchkit.errors import PatchkitError
 from patchkit.patchfile.diff import diff_start
-from patchkit.patchfile.mail import (Dep3Header, free_text, git_date, git_zone, header_fields, header_form, read_dep3,
-                                     read_header, split, split_mbox)
+from patchkit.patchfile.mail import (Dep3Header, Unreadable, free_text, git_author, git_date, git_zone, header_fields,
+                                     header_form, read_dep3, read_header, split, split_mbox)
 
 
 def test_an_mbox_splits_on_its_from_lines_only():
@@ -57,15 +60,17 @@ def test_a_mail_splits_into_header_and_diff_without_the_signature(tmp_path):
 
 
 def test_the_header_gives_author_date_subject_and_message(tmp_path):
-    author, subject, body = read_header(split(FOLDED, tmp_path / "x.patch")[0], tmp_path / "x.patch")
-    assert (author.name, author.email, author.date) == ("Ada Lovelace", "ada@example.org", "1790599820 +0200")
+    author, date, subject, body = read_header(split(FOLDED, tmp_path / "x.patch")[0], tmp_path / "x.patch")
+    assert (author.name, author.email, date) == ("Ada Lovelace", "ada@example.org", "1790599820 +0200")
     assert subject == "a subject folded over two lines"
     assert body == "Body.\n\nLink: https://example.org/a\n  /continued\nForwarded: no"
     encoded = "From: =?UTF-8?q?M=C3=BCller=2C_Hans?= <h@example.org>\nDate: Mon, 2 Nov 2026 10:00:00 -0430\nSubject: s\n"
-    author, _, _ = read_header(encoded, tmp_path / "x.patch")
-    assert (author.name, author.date) == ("Müller, Hans", "1793629800 -0430")
-    with pytest.raises(PatchkitError, match="no Date header"):
-        read_header("From: A <a@example.org>\nSubject: s\n", tmp_path / "x.patch")
+    author, date, _, _ = read_header(encoded, tmp_path / "x.patch")
+    assert (author.name, date) == ("Müller, Hans", "1793629800 -0430")
+    # Decided: no Date is no error (the apply dates the commit at the upstream commit).
+    assert read_header("From: A <a@example.org>\nSubject: s\n", tmp_path / "x.patch")[1] is None
+    with pytest.raises(Unreadable, match=r"x.patch:2: unreadable Date 'yesterday'"):
+        read_header("From: A <a@example.org>\nDate: yesterday\nSubject: s\n", tmp_path / "x.patch")
 
 
 def test_git_dates_and_zones():
@@ -103,3 +108,20 @@ def test_header_fields_unfold_and_keep_the_first_of_each_name():
              "X-Mailer: x", "", "Body."]
     assert header_fields(lines) == ({"subject": "a long subject", "x-mailer": "x"}, 5)
     assert header_fields(["Body first.", "Subject: no"]) == ({}, 0)
+
+
+AUTHORS = ["A U Thor <a@example.org>", "nobody <>", "<a@example.org>", "a@example.org", "Name Only", "<>",
+           "a@example.org (Comment Name)", "Jo <jo@example.org> extra", "X <not-an-address>",
+           "A <a@example.org>, B <b@example.org>", '"Jo \\"J\\" Doe" <j@example.org>', '"Last, First" <l@example.org>',
+           "Jo   Doe    <j@example.org>", "Jo<j@example.org>", "(Jo) j@example.org", "jo@example.org <j@example.org>",
+           "A Name Longer Than Sixty Characters Which Git Replaces With The Address <l@example.org>"]
+
+
+@pytest.mark.parametrize("value", AUTHORS)
+def test_the_author_is_read_as_git_am_reads_it(value):
+    """Decided: a From: is read by git mailinfo's rule (the odd forms included), so the commit's
+    author is the one `git am` gives; an empty name is unreadable, as git am refuses it."""
+    out = subprocess.run(["git", "mailinfo", os.devnull, os.devnull], input=f"From: {value}\nSubject: s\n\nb\n",
+                         capture_output=True, text=True, check=True).stdout
+    info = dict(line.split(": ", 1) if ": " in line else (line.rstrip(":"), "") for line in out.splitlines())
+    assert git_author(value) == (info["Author"], info["Email"])
