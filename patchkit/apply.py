@@ -358,6 +358,9 @@ class _FileLadder:
         replaced = next(((i1, i2, j1, j2) for i1, i2, j1, j2 in _differences(pre, self.lines) if i1 <= at < i2), None)
         if replaced is None or replaced[1] - replaced[0] != 1 or replaced[3] - replaced[2] != 1:
             return None  # the line is unchanged, or went with others around it
+        if len(ladder.occurrences(h.old_lines, self.lines, self.index)) > \
+                len(ladder.occurrences(h.old_lines, pre, ladder.line_index(pre))):
+            return None  # a split into twins, not a rename: which twin the diff calls renamed is chance
         return self._scopes_of("current", self.lines).scope_at(replaced[2]) or None
 
     def _scopes_of(self, key: str, lines: list[str]) -> CppScopes:

@@ -289,6 +289,19 @@ def test_a_function_renamed_upstream_takes_the_hunk_only_when_a_base_shows_the_r
                                   "and at line 13, in `void second_renamed() {`; the patch names `void second() {`")
 
 
+def test_a_function_split_into_twins_is_no_rename_even_with_a_base(tmp_path):
+    # Found by benchmarks/reach_bench.py: upstream made two copies of the patched function under new
+    # names; the merge aligned the old name's line with one of them and took it for a rename.
+    patch = second_patch(tmp_path)
+    after = edit(ORIGINAL[:10], {}) + edit(ORIGINAL[10:], {"    use(a);": "    use(a, b);"})
+    base = Base("the patch's index blob", text(ORIGINAL).encode(), text(after).encode())
+    split = ORIGINAL[:10] + ["void second_f16() {", *BODY, "}", "", "void second_bf16() {", *BODY, "}", ""]
+    (fc,) = read_patch(patch).files
+    verdicts, content = apply_file(fc, text(split).encode(), lambda f: base, 0)
+    assert [v.verdict for v in verdicts] != [Verdict.MERGED] and not verdicts[0].verdict.good
+    assert content is None
+
+
 # -- messages ---------------------------------------------------------------------------------
 
 def test_a_refusal_names_every_place_in_one_sentence(tmp_path):
