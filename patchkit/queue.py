@@ -205,8 +205,11 @@ def _parse_diff(diff: str, path: Path, first_line: int) -> tuple[FileChange, ...
         where = first_line + (starts[len(changes)] if len(changes) < len(starts) else 0)
         where -= len([i for i in eaten if first_line + i < where])
         info = str(pf.patch_info)
-        old = None if pf.source_file == "/dev/null" else _strip_prefix(pf.source_file, "a/", path, where)
-        new = None if pf.target_file == "/dev/null" else _strip_prefix(pf.target_file, "b/", path, where)
+        # A traditional diff (quilt's, `diff -u`'s) is -p1 as GNU patch and git apply read it: its
+        # first path component goes whatever it is (`llama.cpp.orig/`); git's own says a/ and b/.
+        git_diff = "diff --git " in info
+        old = None if pf.source_file == "/dev/null" else _strip_prefix(pf.source_file, "a/" if git_diff else "", path, where)
+        new = None if pf.target_file == "/dev/null" else _strip_prefix(pf.target_file, "b/" if git_diff else "", path, where)
         index = re.search(r"^index ([0-9a-f]+)\.\.([0-9a-f]+)(?: (\d+))?$", info, re.M)
         mode = re.search(r"^new (?:file )?mode (\d+)$", info, re.M)
         blobs = [b if b and set(b) != {"0"} else None for b in (index.groups()[:2] if index else (None, None))]
@@ -265,13 +268,19 @@ def _binary(section: str, path: Path, line: int, name: str) -> BinaryPatch:
 
 
 def _strip_prefix(name: str, prefix: str, path: Path, line: int) -> str:
+    """NAME less PREFIX; PREFIX "": less its first component, whatever it is (-p1)."""
     name = patch_diff.unquote(name)
+    first, slash, rest = name.partition("/")
+    if prefix:
+        stripped = name[len(prefix):] if name.startswith(prefix) else None
+    else:
+        stripped = rest if slash and rest else None
     try:
-        if not name.startswith(prefix):
+        if stripped is None:
             validate_repo_path(name)  # an absolute or '..' path is named as such
-            raise PatchkitError(f"path {name!r} lacks the {prefix!r} prefix",
-                                "patches must be -p1, as git format-patch writes them")
-        return validate_repo_path(name[len(prefix):])
+            raise PatchkitError(f"path {name!r} lacks the {prefix or 'folder'!r} prefix",
+                                "patches must be -p1, as git format-patch and quilt write them")
+        return validate_repo_path(stripped)
     except PatchkitError as exc:
         raise Unreadable(path, line, exc.message, exc.hint or "") from None
 

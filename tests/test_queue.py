@@ -96,6 +96,19 @@ def test_bad_patches_are_refused_with_a_reason(tmp_path, text, message):
     assert "\n" not in str(exc.value)
 
 
+def test_a_traditional_diff_is_p1_whatever_its_first_folder(tmp_path):
+    # quilt writes `llama.cpp.orig/` and `llama.cpp/`; GNU patch -p1 and git apply drop them.
+    quilt = SIMPLE.format(path="a.c").replace("diff --git a/a.c b/a.c\nindex 1111111..2222222 100644\n", "")
+    quilt = quilt.replace("--- a/a.c", "--- llama.cpp.orig/src/a.c").replace("+++ b/a.c", "+++ llama.cpp/src/a.c")
+    (fc,) = read_patch(write(tmp_path, quilt)).files
+    assert (fc.old_path, fc.new_path) == ("src/a.c", "src/a.c")
+    # git's own diffs say a/ and b/; one without them was written with another -p and is refused.
+    with pytest.raises(PatchkitError, match="lacks the 'a/' prefix"):
+        read_patch(write(tmp_path, SIMPLE.format(path="a.c").replace(" a/a.c", " x/a.c")))
+    with pytest.raises(PatchkitError, match="lacks the 'folder' prefix"):
+        read_patch(write(tmp_path, quilt.replace("--- llama.cpp.orig/src/a.c", "--- a.c")))
+
+
 def test_tolerant_reads(tmp_path):
     """What git am or GNU patch read unambiguously is read; the apply checks what needs upstream
     (tests/test_apply_malformed.py)."""
