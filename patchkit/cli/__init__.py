@@ -5,8 +5,10 @@ that Ctrl-C or SIGTERM during start-up ends in the same one line as during a com
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import sys
+from typing import Iterator
 
 from patchkit import testpoint
 from patchkit.errors import PatchkitError
@@ -52,20 +54,21 @@ def _run() -> int:
     """Load the commands and run the one named; its exit code. A usage error becomes a
     PatchkitError, one line like every other, instead of click's box."""
     testpoint.pause("start")
-    import typer
+    with _signals_held():
+        import typer
 
-    from patchkit.cli.app import app
-    from patchkit.cli import apply as _apply  # noqa: F401  (registers commands)
-    from patchkit.cli import build as _build  # noqa: F401
-    from patchkit.cli import check as _check  # noqa: F401
-    from patchkit.cli import ci as _ci  # noqa: F401
-    from patchkit.cli import demo as _demo  # noqa: F401
-    from patchkit.cli import dist as _dist  # noqa: F401
-    from patchkit.cli import export as _export  # noqa: F401
-    from patchkit.cli import importing as _importing  # noqa: F401
-    from patchkit.cli import nightly as _nightly  # noqa: F401
-    from patchkit.cli import smoke as _smoke  # noqa: F401
-    from patchkit.cli import verify as _verify  # noqa: F401
+        from patchkit.cli.app import app
+        from patchkit.cli import apply as _apply  # noqa: F401  (registers commands)
+        from patchkit.cli import build as _build  # noqa: F401
+        from patchkit.cli import check as _check  # noqa: F401
+        from patchkit.cli import ci as _ci  # noqa: F401
+        from patchkit.cli import demo as _demo  # noqa: F401
+        from patchkit.cli import dist as _dist  # noqa: F401
+        from patchkit.cli import export as _export  # noqa: F401
+        from patchkit.cli import importing as _importing  # noqa: F401
+        from patchkit.cli import nightly as _nightly  # noqa: F401
+        from patchkit.cli import smoke as _smoke  # noqa: F401
+        from patchkit.cli import verify as _verify  # noqa: F401
 
     # click's UsageError, the base of BadParameter: typer >= 0.29 carries its own click
     # (typer._click), older typers use click itself, and neither names it in typer's API.
@@ -83,6 +86,19 @@ def _run() -> int:
         command = exc.ctx.command_path if exc.ctx else "patchkit"
         raise PatchkitError(message[:1].lower() + message[1:], f"see '{command} --help'") from exc
     return code if isinstance(code, int) else 0
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """SIGINT and SIGTERM held back while modules load: one that lands in importlib's own
+    callbacks is printed as "Exception ignored" with a traceback and then lost. Held, it is
+    delivered when the block ends, where it ends the run in one line."""
+    held = {signal.SIGINT, signal.SIGTERM}
+    signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
 
 
 def _fail(message: str, code: int) -> None:
