@@ -108,9 +108,25 @@ class Base:
     label: str
     pre: bytes
     post: bytes
+    commit: str | None = None  # the commit the pre-image is read from; None: no commit is known (an index blob)
 
 
 BaseSource = Callable[[FileChange], "Base | None"]
+
+
+@dataclass(frozen=True)
+class LineOrigin:
+    """The upstream commit that brought a line into the file, and whether the line it stands in
+    for was there just before that commit and just after it."""
+
+    commit: str
+    old_before: bool
+    old_after: bool
+
+
+# (a base's commit, a line of its pre-image, the line upstream has in its place now) -> the commit
+# of upstream's history since that base that brought the new line in; None when none did.
+LineHistory = Callable[[str, str, str], "LineOrigin | None"]
 
 
 class WorkTree:
@@ -184,22 +200,26 @@ def _bytes(lines: list[str] | tuple[str, ...]) -> bytes:
     return "".join(lines).encode("utf-8", errors="surrogateescape")
 
 
-def apply_file(fc: FileChange, current: bytes, bases: BaseSource, fuzz: int) -> tuple[list[HunkVerdict], bytes | None]:
-    """Run the ladder for every hunk of one file; the new content, or None if a hunk failed."""
-    return _FileLadder(fc, current, bases, fuzz).run()
+def apply_file(fc: FileChange, current: bytes, bases: BaseSource, fuzz: int,
+               history: LineHistory | None = None) -> tuple[list[HunkVerdict], bytes | None]:
+    """Run the ladder for every hunk of one file; the new content, or None if a hunk failed.
+    HISTORY is asked where a base with a commit seems to show a function renamed upstream."""
+    return _FileLadder(fc, current, bases, fuzz, history).run()
 
 
 class _FileLadder:
     """The ladder for the hunks of one file: line steps first, then the 3-way merge, which also
     checks the line steps whenever they moved anything; fuzz last, and only when asked."""
 
-    def __init__(self, fc: FileChange, current: bytes, bases: BaseSource, fuzz: int) -> None:
+    def __init__(self, fc: FileChange, current: bytes, bases: BaseSource, fuzz: int,
+                 history: LineHistory | None = None) -> None:
         self.fc = fc
         self.current = current
         self.lines = _lines(current)
         self.index = ladder.line_index(self.lines)
         self.fuzz = fuzz
         self._bases = bases
+        self._history = history
         self._base: list[Base | None] = []  # fetched once, when first needed
         self._scopes: dict[str, CppScopes] = {}
         self._own_scope: dict[int, str | None] = {}
@@ -346,7 +366,13 @@ class _FileLadder:
     def _renamed(self, h: Hunk) -> str | None:
         """The hunk's own function (C/C++) as upstream names it now, when the base shows it renamed:
         the function's line, which the hunk's section names, is the one line upstream replaced
-        there. None when it was not renamed, or the base does not show it."""
+        there. None when it was not renamed, or the base does not show it.
+
+        The difference of two files cannot tell a rename from a copy added under a new name while
+        the function was there, the function deleted later: the copy slid into its place, and the
+        patch's function is gone. Where the base is a commit, upstream's history since it tells:
+        only a commit that replaced the line (the old one gone in it) renamed the function. Where
+        the base is an index blob no commit is known, and the difference alone decides."""
         own, start, base = self._own_function(h), self._own_start.get(h.index), self.base()
         if not own or start is None or base is None:
             return None
@@ -361,7 +387,28 @@ class _FileLadder:
         if len(ladder.occurrences(h.old_lines, self.lines, self.index)) > \
                 len(ladder.occurrences(h.old_lines, pre, ladder.line_index(pre))):
             return None  # a split into twins, not a rename: which twin the diff calls renamed is chance
-        return self._scopes_of("current", self.lines).scope_at(replaced[2]) or None
+        renamed = self._scopes_of("current", self.lines).scope_at(replaced[2]) or None
+        if renamed is not None and base.commit is not None:
+            why = self._not_renamed_upstream(base.commit, pre[at], self.lines[replaced[2]])
+            if why:
+                if why not in self.refusals.get(h.index, ""):
+                    self.refusals[h.index] = "; ".join(filter(None, [self.refusals.get(h.index), why]))
+                return None
+        return renamed
+
+    def _not_renamed_upstream(self, commit: str, old: str, new: str) -> str | None:
+        """Why upstream's history since the base COMMIT shows no rename of line OLD into NEW."""
+        origin = self._history(commit, old, new) if self._history else None
+        was, now = f"`{old.strip()}`", f"`{new.strip()}`"
+        if origin is None:
+            return f"upstream's history since {commit[:12]} does not show {now} replacing {was}: no rename is taken"
+        if origin.old_after:
+            return (f"upstream added {now} in {origin.commit[:12]} as a copy while {was} still existed, and "
+                    f"deleted {was} later: a copy, not a rename, so the patch's function is gone")
+        if not origin.old_before:
+            return (f"upstream deleted {was}, and added {now} later, in {origin.commit[:12]}: "
+                    "two changes, not a rename, so the patch's function is gone")
+        return None
 
     def _scopes_of(self, key: str, lines: list[str]) -> CppScopes:
         if key not in self._scopes:
@@ -623,7 +670,8 @@ class Applier:
         if fc.binary:
             verdicts, content = _apply_binary(fc, current)
         else:
-            verdicts, content = apply_file(fc, current, bases, self.fuzz)
+            verdicts, content = apply_file(fc, current, bases, self.fuzz,
+                                           lambda commit, old, new: self._line_origin(at, commit, old, new))
         if at != fc.old_path:
             verdicts = _followed(verdicts, f"followed rename {fc.old_path} → {at}")
         if content is None:
@@ -692,10 +740,11 @@ class Applier:
     def _base(self, fc: FileChange, recorded: str | None) -> Base | None:
         """A pre-image and post-image of this file for a 3-way merge, best source first."""
         if recorded:
-            pre = self.reader.read(f"{recorded}^", fc.path)
+            parent = _parents(self.reader, recorded)[0][:1]
+            pre = self.reader.read(parent[0], fc.path) if parent else None
             post = self.reader.read(recorded, fc.new_path or fc.path)
             if pre is not None and post is not None:
-                return Base(f"the last good run ({recorded[:12]})", pre, post)
+                return Base(f"the last good run ({recorded[:12]})", pre, post, parent[0])
         if fc.old_blob:
             pre = self.reader.read(fc.old_blob)
             if pre is not None:
@@ -705,6 +754,19 @@ class Applier:
                     post_lines = ladder.splice(lines, places)  # type: ignore[arg-type]
                     if post_lines is not None:
                         return Base(f"the patch's index blob {fc.old_blob}", pre, _bytes(post_lines))
+        return None
+
+    def _line_origin(self, path: str, base: str, old: str, new: str) -> LineOrigin | None:
+        """The commit that brought line NEW into PATH, in upstream's first-parent history from the
+        upstream commit under BASE (a commit of the last good run, or upstream's own) to the
+        target; and whether line OLD was in the file just before it and just after it."""
+        since = _upstream_under(self.reader, base)
+        if since is None:
+            return None
+        for commit in self.mirror.commits_changing(path, new.rstrip("\n"), since, self.revision.commit):
+            before, after = (_lines(self.reader.read(rev, path) or b"") for rev in (f"{commit}^", commit))
+            if new in after and new not in before:
+                return LineOrigin(commit, old in before, old in after)
         return None
 
     def _mark_blocked(self, patch: Patch, hunks: list[HunkVerdict]) -> list[HunkVerdict]:
@@ -719,6 +781,24 @@ class Applier:
                 v.file, v.hunk, Verdict.BLOCKED, v.expected_line,
                 detail=f"needs lines of {name}, which {why}", blocked_by=name))
         return marked
+
+
+def _parents(reader: ObjectReader, commit: str) -> tuple[list[str], bool]:
+    """COMMIT's parents, first parent first (none when the mirror lacks it), and whether patchkit
+    wrote it (its fixed committer)."""
+    head = (reader.read(commit) or b"").split(b"\n\n", 1)[0].decode(errors="replace").splitlines()
+    return ([line.split(" ", 1)[1] for line in head if line.startswith("parent ")],
+            any(line.startswith(f"committer {git.PATCHKIT_NAME} <{git.PATCHKIT_EMAIL}> ") for line in head))
+
+
+def _upstream_under(reader: ObjectReader, commit: str) -> str | None:
+    """The upstream commit under COMMIT: COMMIT itself, or, for a patched commit (of an earlier
+    run), the first commit along its first parents that patchkit did not write."""
+    parents, patched = _parents(reader, commit)
+    while patched and parents:
+        commit = parents[0]
+        parents, patched = _parents(reader, commit)
+    return None if patched else commit
 
 
 def _followed(verdicts: list[HunkVerdict], rename: str) -> list[HunkVerdict]:
