@@ -757,17 +757,18 @@ class Applier:
         return None
 
     def _line_origin(self, path: str, base: str, old: str, new: str) -> LineOrigin | None:
-        """The commit that brought line NEW into PATH, in upstream's first-parent history from the
-        upstream commit under BASE (a commit of the last good run, or upstream's own) to the
-        target; and whether line OLD was in the file just before it and just after it."""
+        """Where line NEW came into PATH in upstream's history from the upstream commit under BASE
+        (a commit of the last good run, or upstream's own) to the target, and whether line OLD was
+        in the file just before and just after. A side branch merged in counts as the commits it
+        made (the merge hides a copy made there and the original deleted later): the first commit
+        that brought NEW in without replacing OLD, else the first that did."""
         since = _upstream_under(self.reader, base)
-        if since is None:
-            return None
-        for commit in self.mirror.commits_changing(path, new.rstrip("\n"), since, self.revision.commit):
+        origins = []
+        for commit in self.mirror.commits_changing(path, new.rstrip("\n"), since, self.revision.commit) if since else ():
             before, after = (_lines(self.reader.read(rev, path) or b"") for rev in (f"{commit}^", commit))
             if new in after and new not in before:
-                return LineOrigin(commit, old in before, old in after)
-        return None
+                origins.append(LineOrigin(commit, old in before, old in after))
+        return next((o for o in origins if o.old_after or not o.old_before), origins[0] if origins else None)
 
     def _mark_blocked(self, patch: Patch, hunks: list[HunkVerdict]) -> list[HunkVerdict]:
         """Each failing hunk that needs lines of an earlier failed patch is blocked by that one;

@@ -238,10 +238,11 @@ class Mirror:
         return moved
 
     def commits_changing(self, path: str, text: str, since: str, until: str) -> list[str]:
-        """The first-parent commits after SINCE up to UNTIL that change how often TEXT occurs in
-        PATH (git's pickaxe, `log -S`), oldest first; a merge counts by its diff to its first parent."""
-        return git.run(["log", "--first-parent", "--diff-merges=first-parent", "--reverse", "--format=%H",
-                        f"-S{text}", f"{since}..{until}", "--", path], cwd=self.path).split()
+        """The commits after SINCE up to UNTIL, on every branch merged in, that change how often
+        TEXT occurs in PATH (git's pickaxe, `log -S`), oldest first; merges only join what their
+        branches did, and are not searched."""
+        return git.run(["log", "--reverse", "--format=%H", f"-S{text}", f"{since}..{until}", "--", path],
+                       cwd=self.path).split()
 
     def _moved_in(self, commit: str, path: str) -> str | None:
         out = git.run(["diff-tree", "-r", "-M", "--name-status", "-z", f"{commit}^", commit],

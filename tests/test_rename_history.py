@@ -1,0 +1,124 @@
+"""A function renamed upstream, told from a copy by upstream's history (issue 17; a wrong placement
+the reach benchmark found). Between the last good run's commit and the target, a function whose
+line alone was replaced looks renamed; but upstream may have added a copy under the new name while
+the function was there and deleted the function later: the copy slid into its place, the patch's
+function is gone, and `git am -3` writes the patch into the copy. Only a commit that replaced the
+line, the old one gone in it, renamed the function."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import git_identity, write_project
+from git_am import git_am_3
+from patchkit import git
+from patchkit.apply import Verdict
+from patchkit.pipeline import ApplyOptions, run_apply
+from patchkit.project import Project
+from test_apply_edges import commit, make_patches, replace, upstream_repo
+
+PATH = "ggml/src/ggml-cpu/splits.cpp"
+OLD = "static int64_t compute_splits(const llama_context & ctx) {\n"
+NEW = "static int64_t compute_splits_f16(const llama_context & ctx) {\n"
+BODY = """\
+    const int64_t n_tokens = ctx.n_tokens();
+    const int64_t n_splits = n_tokens / ctx.n_ubatch();
+    ctx.reserve(n_splits);
+    ctx.schedule(n_splits);
+    ctx.synchronize();
+    return n_splits;
+}
+"""
+HEAD = '#include "splits.h"\n\nstatic int helper(int x) {\n    return x + 1;\n}\n\n'
+TAIL = "\nvoid report_splits(const llama_context & ctx) {\n    log(compute_splits_count(ctx));\n}\n"
+SCHEDULED, SCHEDULED_ASYNC = "    ctx.schedule(n_splits);\n", "    ctx.schedule(n_splits, /*async=*/true);\n"
+ORIGINAL = HEAD + OLD + BODY + TAIL
+RENAMED = HEAD + NEW + BODY + TAIL  # what upstream has at the target in every case here
+
+
+def good_run_then_upstream(tmp_path: Path, history: list[tuple[str, str]]):
+    """The patch applied (good, its commit kept as the base) at upstream's first commit; then
+    upstream's HISTORY (file content, message) committed, and the patch applied again there."""
+    upstream = upstream_repo(tmp_path, {PATH: ORIGINAL, "README.md": "splits\n"})
+    (patch,) = make_patches(tmp_path, upstream, [("async-schedule", replace(PATH, SCHEDULED, SCHEDULED_ASYNC))])
+    project = Project.load(write_project(tmp_path / "fork", str(upstream), [patch]))
+    options = ApplyOptions(spec="upstream@HEAD", check=False)
+    first = run_apply(project, options)
+    assert first.patches[0].verdict is Verdict.CLEAN and first.bases_recorded == 1
+    for content, message in history:
+        commit(upstream, {PATH: content}, message)
+    assert not history or (upstream / PATH).read_text() == RENAMED
+    return upstream, patch, project, run_apply(project, options)
+
+
+def test_a_copy_that_slid_into_a_deleted_functions_place_is_refused(tmp_path):
+    upstream, patch, project, report = good_run_then_upstream(tmp_path, [
+        (HEAD + OLD + BODY + "\n" + NEW + BODY + TAIL, "ggml : compute_splits_f16, a copy for f16"),
+        (RENAMED, "ggml : drop compute_splits, f16 only now"),
+    ])
+    (result,) = report.patches
+    assert result.verdict is Verdict.CONFLICT and result.commit is None
+    assert (f"upstream added `{NEW.strip()}` in " in result.hunks[0].detail
+            and f" as a copy while `{OLD.strip()}` still existed, and deleted `{OLD.strip()}` later: a copy, "
+                "not a rename, so the patch's function is gone" in result.hunks[0].detail)
+    assert (project.output_dir / PATH).read_text() == RENAMED  # untouched
+    # git am -3 sees only the net difference, a rename, and writes the patch into the copy.
+    am = git_am_3(upstream, patch, tmp_path / "am")
+    assert am is not None and (am / PATH).read_text() == RENAMED.replace(SCHEDULED, SCHEDULED_ASYNC)
+
+
+def test_a_function_deleted_and_a_like_one_added_later_is_no_rename(tmp_path):
+    _, _, project, report = good_run_then_upstream(tmp_path, [
+        (HEAD + TAIL, "ggml : drop compute_splits"),
+        (RENAMED, "ggml : compute_splits_f16"),
+    ])
+    (result,) = report.patches
+    assert result.verdict is Verdict.CONFLICT
+    assert (f"upstream deleted `{OLD.strip()}`, and added `{NEW.strip()}` later, in " in result.hunks[0].detail
+            and ": two changes, not a rename, so the patch's function is gone" in result.hunks[0].detail)
+    assert (project.output_dir / PATH).read_text() == RENAMED
+
+
+def test_a_function_renamed_in_one_commit_takes_the_hunk_as_git_am_3_does(tmp_path):
+    upstream, patch, project, report = good_run_then_upstream(tmp_path, [
+        (RENAMED, "ggml : compute_splits is compute_splits_f16"),
+    ])
+    (result,) = report.patches
+    assert result.verdict is Verdict.MERGED and result.hunks[0].detail.startswith("3-way merge from the last good run")
+    merged = (project.output_dir / PATH).read_bytes()
+    assert merged == RENAMED.replace(SCHEDULED, SCHEDULED_ASYNC).encode()
+    am = git_am_3(upstream, patch, tmp_path / "am")
+    assert am is not None and (am / PATH).read_bytes() == merged
+
+
+def test_a_rename_in_one_commit_stays_one_after_later_commits(tmp_path):
+    upstream, _, project, report = good_run_then_upstream(tmp_path, [
+        (HEAD + NEW + BODY, "ggml : compute_splits is compute_splits_f16"),
+        (RENAMED, "ggml : report the splits"),
+    ])
+    (result,) = report.patches
+    assert result.verdict is Verdict.MERGED
+    assert (project.output_dir / PATH).read_text() == RENAMED.replace(SCHEDULED, SCHEDULED_ASYNC)
+
+
+
+@pytest.mark.parametrize("branch", ["copy, then delete", "rename"])
+def test_a_branch_merged_in_counts_as_the_commits_it_made(tmp_path, branch):
+    """The merge's first-parent difference is a rename either way: the branch's own commits tell."""
+    upstream, _, project, _ = good_run_then_upstream(tmp_path, [])
+    git.run(["checkout", "--quiet", "-b", "f16"], cwd=upstream)
+    if branch == "copy, then delete":
+        commit(upstream, {PATH: HEAD + OLD + BODY + "\n" + NEW + BODY + TAIL}, "ggml : compute_splits_f16")
+    commit(upstream, {PATH: RENAMED}, "ggml : compute_splits_f16 only")
+    git.run(["checkout", "--quiet", "master"], cwd=upstream)
+    commit(upstream, {"README.md": "splits, f16\n"}, "docs : f16")
+    git.run(["merge", "--quiet", "--no-ff", "-m", "Merge f16", "f16"], cwd=upstream, env=git_identity())
+    (result,) = run_apply(project, ApplyOptions(spec="upstream@HEAD", check=False)).patches
+    if branch == "rename":
+        assert result.verdict is Verdict.MERGED
+        assert (project.output_dir / PATH).read_text() == RENAMED.replace(SCHEDULED, SCHEDULED_ASYNC)
+    else:
+        assert result.verdict is Verdict.CONFLICT and "a copy, not a rename" in result.hunks[0].detail
+        assert (project.output_dir / PATH).read_text() == RENAMED
