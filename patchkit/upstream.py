@@ -241,7 +241,7 @@ class Mirror:
         """The commits after SINCE up to UNTIL, on every branch merged in, that change how often
         TEXT occurs in PATH (git's pickaxe, `log -S`), oldest first; merges only join what their
         branches did, and are not searched."""
-        return git.run(["log", "--reverse", "--format=%H", f"-S{text}", f"{since}..{until}", "--", path],
+        return git.run(["log", "--reverse", "--format=%H", f"-S{text}", f"{since}..{until}", "--", f":(literal){path}"],
                        cwd=self.path).split()
 
     def _moved_in(self, commit: str, path: str) -> str | None:
