@@ -362,6 +362,7 @@ class _FileLadder:
         result, conflicts = git.merge_file(self.current, base.pre, base.post)
         if conflicts:
             self._refuse_merge(unresolved, f"3-way merge from {base.label} conflicts")
+            self._refuse_moved(f"the 3-way merge from {base.label} conflicts")
             return None
         for index in self._disagreements(_lines(result), complete=not unresolved):
             v = self.verdicts[index]
@@ -383,6 +384,20 @@ class _FileLadder:
     def _refuse_merge(self, unresolved: list[Hunk], why: str) -> None:
         for h in unresolved:
             self.refusals[h.index] = "; ".join(filter(None, [why, self.refusals.get(h.index)]))
+
+    def _refuse_moved(self, why: str) -> None:
+        """Refuse every hunk the line steps moved, WHY naming the merge that does not confirm it.
+        A hunk moved away from its recorded line may be a twin whose lines still match while its
+        own site changed; the merge is the one witness of where the base's lines went, and one that
+        conflicts does not say the new place is the old one (git am -3 keeps its `git apply`
+        offset, and puts the change into the twin)."""
+        for index, v in list(self.verdicts.items()):
+            if v.verdict is Verdict.OFFSET:
+                self.verdicts[index] = replace(
+                    v, verdict=Verdict.CONFLICT, offset=None,
+                    detail=f"the line steps put it at line {v.actual_line}, but {why}, so that place "
+                           "is not known to be the patch's own")
+                self.places.pop(index, None)
 
     def _merged_elsewhere(self, merged: list[str]) -> str | None:
         """Where the merge put a change outside every function the patch changes (C/C++).
