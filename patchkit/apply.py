@@ -331,7 +331,8 @@ class _FileLadder:
     def _renamed(self, h: Hunk) -> str | None:
         """The hunk's own function (C/C++) as upstream names it now, when the base shows it renamed:
         the function's line, which the hunk's section names, is the one line upstream replaced
-        there. None when it was not renamed, or the base does not show it."""
+        there. None when it was not renamed, or the base does not show it, or upstream also has a
+        new twin of the hunk's lines (a function split in two looks renamed where it was)."""
         own, start, base = self._own_function(h), self._own_start.get(h.index), self.base()
         if not own or start is None or base is None:
             return None
@@ -343,7 +344,17 @@ class _FileLadder:
         replaced = next(((i1, i2, j1, j2) for i1, i2, j1, j2 in _differences(pre, self.lines) if i1 <= at < i2), None)
         if replaced is None or replaced[1] - replaced[0] != 1 or replaced[3] - replaced[2] != 1:
             return None  # the line is unchanged, or went with others around it
-        return self._scopes_of("current", self.lines).scope_at(replaced[2]) or None
+        renamed = self._scopes_of("current", self.lines).scope_at(replaced[2]) or None
+        if self._twins(h, self.lines, renamed) > self._twins(h, pre, own):
+            return None  # a split: the function renamed in place and a new twin of it beside
+        return renamed
+
+    def _twins(self, h: Hunk, lines: list[str], own: str | None) -> int:
+        """How often the hunk's pre-image occurs in LINES (the base's pre-image or upstream's
+        file) outside the function OWN."""
+        scopes = self._scopes_of("pre" if lines is not self.lines else "current", lines)
+        return sum(scopes.scope_at(s + _anchor(h)) != own
+                   for s in ladder.occurrences(h.old_lines, lines, ladder.line_index(lines)))
 
     def _scopes_of(self, key: str, lines: list[str]) -> CppScopes:
         if key not in self._scopes:
@@ -400,26 +411,52 @@ class _FileLadder:
                 self.places.pop(index, None)
 
     def _merged_elsewhere(self, merged: list[str]) -> str | None:
-        """Where the merge put a change outside every function the patch changes (C/C++).
+        """Where the merge put a change that is not the patch's own (C/C++): outside every
+        function the patch changes, unless it is a hunk's added lines where the line steps agree.
 
         A merge aligns lines, not functions: when the hunk's own site changed and a twin kept its
-        lines, the merge takes the twin as readily as the line steps would."""
+        lines, the merge takes the twin as readily as the line steps would. Lines a hunk adds at
+        file scope (an `#include`, a `#define`, a new function) are in no function the patch
+        changes; they are the patch's own where one side of the hunk's context is found there and
+        nowhere else, and the parse puts them in the scope they have in the patch's post-image."""
+        own_of = {h.index: self._own_function(h) for h in self.fc.hunks}
         sectioned = [h for h in self.fc.hunks if h.section]
-        own = {self._own_function(h) for h in sectioned}
-        if not sectioned or None in own:
+        if not sectioned or any(own_of[h.index] is None for h in sectioned):
             return None  # not C/C++, or a hunk's own place is unknown: nothing to compare with
-        own |= {self._renamed(h) for h in sectioned} - {None}
+        own = {scope for scope in own_of.values() if scope is not None}
         current = self._scopes_of("current", self.lines)
+        own |= {self._renamed(h) for h in sectioned} - {None}
         after = self._scopes_of("merged", merged)
         for i1, i2, j1, j2 in _differences(self.lines, merged):
             there = after.scope_at(j1) if j2 > j1 else current.scope_at(min(i1, len(self.lines) - 1))
-            if there not in own:
+            if there not in own and not (i1 == i2 and self._adds_own_lines(merged[j1:j2], i1, there)):
                 return (f"put a change at line {j1 + 1}, in `{there or 'file scope'}` (by a C++ parse), "
                         f"where the patch changes nothing; its hunks are in "
                         + ", ".join(f"`{s or 'file scope'}`" for s in sorted(own))
                         + " (by a C++ parse of its base, their sections "
                         + ", ".join(dict.fromkeys(f"`{h.section}`" for h in sectioned)) + ")")
         return None
+
+    def _adds_own_lines(self, added: list[str], at: int, there: str) -> bool:
+        """Whether ADDED, which the merge inserted before 0-based line AT of upstream's file in
+        scope THERE, is a hunk's own added lines where the line steps agree: the hunk's context
+        on one side of them found there and nowhere else in the file, and THERE the scope the
+        lines have in the base's post-image."""
+        base = self.base()
+        if base is None:
+            return False
+        post = _lines(base.post)
+        n = len(added)
+        for h in self.fc.hunks:
+            new = h.new_lines
+            for k in (k for k in range(len(new) - n + 1) if list(new[k:k + n]) == added):
+                before, after = new[:k], new[k + n:]
+                found = (before and ladder.occurrences(before, self.lines, self.index) == [at - len(before)]) or \
+                    (after and ladder.occurrences(after, self.lines, self.index) == [at])
+                places = ladder.occurrences(new, post, ladder.line_index(post)) if found else []
+                if len(places) == 1 and self._scopes_of("post", post).scope_at(places[0] + k) == there:
+                    return True
+        return False
 
     def _disagreements(self, merged: list[str], complete: bool) -> set[int]:
         """Hunks whose lines the line steps and the merge put differently. With every hunk placed

@@ -66,3 +66,126 @@ def test_a_hunk_the_line_steps_moved_is_refused_when_the_merge_conflicts(tmp_pat
     assert am is not None
     assert (am / path).read_text() == "// upstream: the queue drains both ways\n" + \
         edited[::-1].replace(PREPARE[::-1], PREPARED[::-1], 1)[::-1]
+
+
+CONTEXT_PATH = "src/llama-context.cpp"
+CONTEXT = """\
+#include "llama-context.h"
+#include "llama-impl.h"
+#include "llama-io.h"
+#include "llama-model.h"
+
+#include <cstring>
+#include <stdexcept>
+
+static int64_t n_outputs_max(const llama_context & ctx) {
+    int64_t n = ctx.n_outputs;
+    if (n > 512) {
+        n = 512;
+    }
+    return n;
+}
+
+static int64_t n_batch_max(const llama_context & ctx) {
+    int64_t n = ctx.n_batch;
+    if (n > 2048) {
+        n = 2048;
+    }
+    return n;
+}
+
+int64_t llama_context::n_seq_max() const {
+    return cparams.n_seq_max;
+}
+"""
+MMAP = ('#include "llama-io.h"\n', '#include "llama-io.h"\n#include "llama-mmap.h"\n')
+UBATCH = """\
+// n_ubatch_max: a ubatch never holds more than a batch
+static int64_t n_ubatch_max(const llama_context & ctx) {
+    return std::min(ctx.n_ubatch, n_batch_max(ctx));
+}
+
+"""
+NEW_FUNCTION = ("static int64_t n_batch_max(", UBATCH + "static int64_t n_batch_max(")
+SEQ = ("    return cparams.n_seq_max;\n", "    return std::max<int64_t>(cparams.n_seq_max, 1);\n")
+# Upstream: an include two lines above the patch's, and the batch's first line edited two lines
+# below the new function: both hunks' context broken, neither next to the patch's lines.
+UPSTREAM = (('#include "llama-context.h"\n', '#include "llama-context.h"\n#include "llama-graph.h"\n'),
+            ("    int64_t n = ctx.n_batch;\n", "    int64_t n = ctx.n_batch_eff;\n"))
+
+
+def edited(text: str, *changes: tuple[str, str]) -> str:
+    for old, new in changes:
+        assert old in text
+        text = text.replace(old, new, 1)
+    return text
+
+
+def test_a_merge_adding_an_include_and_a_function_is_the_patchs_own_change(tmp_path):
+    """The patch adds an include at the top, a new function between two others, and changes a
+    line of a third function. The merge places the include and the new function where one side
+    of each hunk's context is found and nowhere else, in the scope they have in the patch's
+    post-image (file scope, the new function itself): the patch's own change, as git am -3 has it."""
+    upstream = upstream_repo(tmp_path, {CONTEXT_PATH: CONTEXT})
+    (patch,) = make_patches(tmp_path, upstream, [("ubatch", lambda w: (w / CONTEXT_PATH).write_text(
+        edited(CONTEXT, MMAP, NEW_FUNCTION, SEQ)))])
+    commit(upstream, {CONTEXT_PATH: edited(CONTEXT, *UPSTREAM)}, "context : the effective batch")
+
+    project, report = apply(tmp_path / "fork", upstream, [patch])
+    (result,) = report.patches
+    assert [(h.verdict, h.detail.split(" from ")[0]) for h in result.hunks] == [
+        (Verdict.MERGED, "3-way merge"), (Verdict.MERGED, "3-way merge"), (Verdict.OFFSET, "")]
+    want = edited(CONTEXT, *UPSTREAM, MMAP, NEW_FUNCTION, SEQ)
+    assert (project.output_dir / CONTEXT_PATH).read_text() == want
+    am = git_am_3(upstream, patch, tmp_path / "am")
+    assert am is not None and (am / CONTEXT_PATH).read_text() == want
+
+
+KERNEL_PATH = "ggml/src/ggml-cpu/ops.c"
+HELPER = "static int ggml_conv_2d_packed_tile(void) {\n    return 32;\n}\n\n"
+
+
+def kernel(name: str, extra: str = "") -> str:
+    return f"""\
+// conv_2d_packed: the batch of one rows step
+static void ggml_compute_forward_conv_2d_packed{name}(struct ggml_tensor * dst) {{
+    const int64_t n_cols = dst->ne[1] / 3;
+    const int64_t n_chunks = dst->ne[3] / 4;
+    if (n_chunks > 128) {{
+        n_chunks = 128;
+    }}
+    const int64_t n_embd = dst->ne[1] - 1;
+{extra}    dst->op_params[0] = (int32_t) n_chunks;
+}}
+
+"""
+
+
+def ops(*kernels: str) -> str:
+    return '#include "ops.h"\n\n' + kernel("_q4") + "".join(kernels) + kernel("_q8")
+
+
+LOGGED = '    GGML_LOG_DEBUG("%s: packed\\n", __func__);\n'
+
+
+def test_a_function_split_into_twins_is_no_rename_the_merge_may_follow(tmp_path):
+    """Upstream renames the patch's function in place to `_bf16`, adds an `_f16` copy after it
+    and a helper after that. The function's line is the one line replaced there, as in a rename,
+    and the merge puts the change into `_bf16`; but a twin holds the hunk's lines too, so the
+    rename does not confirm the merge's place. There is no right place: refused (git am -3
+    writes the change into the first twin)."""
+    upstream = upstream_repo(tmp_path, {KERNEL_PATH: ops(kernel(""))})
+    (patch,) = make_patches(tmp_path, upstream, [("log-packed", lambda w: (w / KERNEL_PATH).write_text(
+        ops(kernel("", LOGGED))))])
+    split = ops(kernel("_bf16"), kernel("_f16"), HELPER)
+    commit(upstream, {KERNEL_PATH: split}, "ggml-cpu : packed conv per type")
+
+    project, report = apply(tmp_path / "fork", upstream, [patch])
+    (result,) = report.patches
+    (hunk,) = result.hunks
+    assert result.verdict is Verdict.CONFLICT and result.commit is None
+    assert "in `ggml_compute_forward_conv_2d_packed_bf16` (by a C++ parse), where the patch changes " \
+           "nothing; its hunks are in `ggml_compute_forward_conv_2d_packed`" in hunk.detail
+    assert (project.output_dir / KERNEL_PATH).read_text() == split
+    am = git_am_3(upstream, patch, tmp_path / "am")
+    assert am is not None and (am / KERNEL_PATH).read_text() == ops(kernel("_bf16", LOGGED), kernel("_f16"), HELPER)
