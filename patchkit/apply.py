@@ -194,6 +194,7 @@ class _FileLadder:
         self.verdicts: dict[int, HunkVerdict] = {}
         self.places: dict[int, ladder.Place] = {}  # already-applied hunks too, as no-op places
         self.refusals: dict[int, str] = {}
+        self.twins: dict[int, tuple[int, ...]] = {}  # an ambiguous hunk's places (0-based), for the merge
 
     def base(self) -> Base | None:
         if not self._base:
@@ -243,6 +244,8 @@ class _FileLadder:
         moved, applied = self._named_uniquely(h, moved), self._named_uniquely(h, applied)
         if len(moved.places) + len(applied.places) > 1:
             self.found(h, Verdict.AMBIGUOUS, None, detail=_ambiguity(moved, applied))
+            if not applied.places:
+                self.twins[h.index] = tuple(p.start for p in moved.places)
         elif moved.place:
             self.found(h, Verdict.OFFSET, moved.place)
         elif applied.place:
@@ -362,12 +365,14 @@ class _FileLadder:
         return self._scopes[key]
 
     def _merge(self, unresolved: list[Hunk]) -> bytes | None:
-        """The 3-way merge: it places the hunks the line steps could not, and checks those they
-        moved. The merged file, or None when it is not used."""
-        if any(v.verdict is Verdict.AMBIGUOUS for v in self.verdicts.values()):
-            return None
-        moved = any(v.verdict is not Verdict.CLEAN for v in self.verdicts.values())
-        base = self.base() if unresolved or moved else None
+        """The 3-way merge: it places the hunks the line steps could not, picks among the
+        places of an ambiguous hunk where its base confirms the pick, and checks the hunks the
+        line steps moved. The merged file, or None when it is not used."""
+        ambiguous = [h for h in self.fc.hunks if h.index in self.twins]
+        if len(ambiguous) < sum(v.verdict is Verdict.AMBIGUOUS for v in self.verdicts.values()):
+            return None  # a post-image found too: upstream may have the change, nothing to merge
+        moved = any(v.verdict not in (Verdict.CLEAN, Verdict.AMBIGUOUS) for v in self.verdicts.values())
+        base = self.base() if unresolved or ambiguous or moved else None
         if base is None:
             return None
         result, conflicts = git.merge_file(self.current, base.pre, base.post)
@@ -375,7 +380,9 @@ class _FileLadder:
             self._refuse_merge(unresolved, f"3-way merge from {base.label} conflicts")
             self._refuse_moved(f"the 3-way merge from {base.label} conflicts")
             return None
-        for index in self._disagreements(_lines(result), complete=not unresolved):
+        merged = _lines(result)
+        undecided = [h for h in ambiguous if not self._pick(h, merged, base)]
+        for index in self._disagreements(merged, complete=not unresolved and not undecided):
             v = self.verdicts[index]
             self.verdicts[index] = HunkVerdict(
                 v.file, v.hunk, Verdict.CONFLICT, v.expected_line, v.actual_line,
@@ -383,7 +390,7 @@ class _FileLadder:
                        f"{base.label} elsewhere: they disagree, so neither is trusted")
         if not unresolved:
             return None
-        elsewhere = self._merged_elsewhere(_lines(result))
+        elsewhere = self._merged_elsewhere(merged)
         if elsewhere:
             self._refuse_merge(unresolved, f"the 3-way merge from {base.label} {elsewhere}")
             return None
@@ -391,6 +398,43 @@ class _FileLadder:
         for h in unresolved:
             self.found(h, verdict, None, detail=f"3-way merge from {base.label}")
         return result
+
+    def _pick(self, h: Hunk, merged: list[str], base: Base) -> bool:
+        """Place the ambiguous hunk H where the merge changed one of its places, when the base
+        confirms that place: the merge aligns lines, and of twins it may take any. The witness
+        besides the merge is the twins' order. The base has as many places for the hunk (in its
+        section) as upstream, the patch's own is the k-th of them, and the merge changed the k-th
+        of upstream's: upstream kept the twins and their order, and the merge agrees. Where
+        upstream added, removed or moved a twin, nothing but the merge says which is the patch's,
+        and it is refused, with a section or without: in a file without one (or with twins in one
+        function) the order is the only witness there is, and a section naming every twin adds
+        none. The merged lines around the pick are checked against the hunk later, as any place
+        the line steps found."""
+        places = self.twins[h.index]
+        changed = [(i1, i2) for i1, i2, _, _ in _differences(self.lines, merged)]
+        size = len(h.old_lines)
+        picked = [s for s in places if any((i1 < s + size and s < i2) or (i1 == i2 and s <= i1 <= s + size)
+                                           for i1, i2 in changed)]
+        pre = _lines(base.pre)
+        own = ladder.find_exact(h, pre)
+        sections = Sections(pre)
+        in_base = [s for s in ladder.occurrences(h.old_lines, pre, ladder.line_index(pre))
+                   if not h.section or sections.named(h.section, s) is not None]
+        lines = ", ".join(str(s + 1) for s in places)
+        if len(picked) != 1 or own is None or len(in_base) != len(places) or \
+                in_base.index(own.start) != places.index(picked[0]):
+            v = self.verdicts[h.index]
+            why = ("the 3-way merge from {} changed {}".format(base.label, "none of them" if not picked else
+                   f"line {picked[0] + 1}" if len(picked) == 1 else "several")
+                   + (f", and the base does not confirm it: the patch's own place is not one of {len(places)} "
+                      f"there in the same order (its base has {len(in_base)})" if len(picked) == 1 else ""))
+            self.verdicts[h.index] = replace(v, detail=f"{v.detail}; {why}")
+            return False
+        k = places.index(picked[0])
+        self.found(h, Verdict.MERGED, ladder.Place(picked[0], size, h.new_lines),
+                   detail=f"3-way merge from {base.label}: of the places at lines {lines}, the "
+                          f"{_ordinal(k + 1)}, as in its base")
+        return True
 
     def _refuse_merge(self, unresolved: list[Hunk], why: str) -> None:
         for h in unresolved:
@@ -511,6 +555,10 @@ def _differences(a: list[str], b: list[str]) -> list[tuple[int, int, int, int]]:
     matcher = difflib.SequenceMatcher(None, a[head:len(a) - tail], b[head:len(b) - tail], autojunk=False)
     return [(i1 + head, i2 + head, j1 + head, j2 + head)
             for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"]
+
+
+def _ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
 
 
 def _anchor(h: Hunk) -> int:

@@ -189,3 +189,84 @@ def test_a_function_split_into_twins_is_no_rename_the_merge_may_follow(tmp_path)
     assert (project.output_dir / KERNEL_PATH).read_text() == split
     am = git_am_3(upstream, patch, tmp_path / "am")
     assert am is not None and (am / KERNEL_PATH).read_text() == ops(kernel("_bf16", LOGGED), kernel("_f16"), HELPER)
+
+
+# Twins inside one function (C++: the parse names the same function for both), and twins in a
+# text file with no section and no parse: in both, only the twins' order tells them apart.
+STEP = """\
+    if (ubatch.n_tokens > 0) {
+        const int64_t n = ubatch.n_tokens;
+        ggml_backend_sched_reset(sched);
+        ggml_backend_sched_alloc(sched, n);
+        ggml_backend_sched_compute(sched);
+        ggml_backend_sched_sync(sched);
+    }
+"""
+LOOP = "static void decode_all(llama_context & ctx, llama_ubatch & ubatch) {\n" + \
+    "    prepare(ctx);\n" + STEP + "    encode(ctx);\n" + STEP + "    finish(ctx);\n}\n"
+CPP_TWINS = ("src/llama-decode.cpp", '#include "llama-decode.h"\n\n' + LOOP)
+NOTE = """\
+  Build the backends:
+    cmake -B build
+    cmake -S . -B build -DGGML_NATIVE=OFF
+    cmake --build build -j
+    ctest --test-dir build
+    cmake --install build
+  Then run the tests.
+"""
+TXT_TWINS = ("docs/build-notes.txt", "- CPU:\n" + NOTE + "\n- CUDA:\n" + NOTE + "\n-- done\n")
+TWINS = {"cpp, one function": (CPP_TWINS, "        ggml_backend_sched_alloc(sched, n);\n",
+                               "        ggml_backend_sched_alloc(sched, n + 1);\n"),
+         "txt, no section": (TXT_TWINS, "    cmake --build build -j\n", "    cmake --build build -j 8\n")}
+
+
+def second_twin_patched(text: str, old: str, new: str) -> str:
+    first = text.index(old)
+    second = text.index(old, first + 1)
+    return text[:second] + new + text[second + len(old):]
+
+
+@pytest.mark.parametrize("kind", TWINS)
+def test_an_ambiguous_hunk_takes_the_merges_place_where_the_twins_kept_their_order(tmp_path, kind):
+    """The patch changes the second twin; upstream adds lines above both, so the recorded line
+    holds neither and both match. The merge changes the second, and the base has the same two
+    places with the patch's own the second: the merge's place is taken, as git am -3 has it."""
+    (path, text), old, new = TWINS[kind]
+    upstream = upstream_repo(tmp_path, {path: text})
+    (patch,) = make_patches(tmp_path, upstream, [("second", lambda w: (w / path).write_text(
+        second_twin_patched(text, old, new)))])
+    grown = "// upstream: a header line\n// and another\n" + text
+    commit(upstream, {path: grown}, "upstream : two lines on top")
+
+    project, report = apply(tmp_path / "fork", upstream, [patch])
+    (result,) = report.patches
+    (hunk,) = result.hunks
+    assert hunk.verdict is Verdict.MERGED and result.verdict is Verdict.MERGED, hunk.detail
+    assert hunk.detail.endswith("the 2nd, as in its base")
+    want = second_twin_patched(grown, old, new)
+    assert (project.output_dir / path).read_text() == want
+    am = git_am_3(upstream, patch, tmp_path / "am")
+    assert am is not None and (am / path).read_text() == want
+
+
+@pytest.mark.parametrize("kind", TWINS)
+def test_an_ambiguous_hunk_stays_refused_where_upstream_added_a_twin(tmp_path, kind):
+    """Upstream adds a line on top and a third copy of the twins' lines after the second. The
+    merge changes the middle one of the three (the patch's own, here), but where a copy was
+    added a merge aligning lines may take either of two identical ones, and nothing but the
+    merge says which is the patch's: the base has two places, upstream three. Refused as
+    ambiguous (git am -3's `git apply` step takes the one nearest the recorded line)."""
+    (path, text), old, new = TWINS[kind]
+    upstream = upstream_repo(tmp_path, {path: text})
+    (patch,) = make_patches(tmp_path, upstream, [("second", lambda w: (w / path).write_text(
+        second_twin_patched(text, old, new)))])
+    twin = STEP if path.endswith(".cpp") else NOTE
+    grown = "// upstream: a header line\n" + text[::-1].replace(twin[::-1], (twin + twin)[::-1], 1)[::-1]
+    commit(upstream, {path: grown}, "upstream : once more")
+
+    project, report = apply(tmp_path / "fork", upstream, [patch])
+    (result,) = report.patches
+    (hunk,) = result.hunks
+    assert hunk.verdict is Verdict.AMBIGUOUS and result.commit is None, hunk.detail
+    assert "the base does not confirm it" in hunk.detail and "(its base has 2)" in hunk.detail
+    assert (project.output_dir / path).read_text() == grown
