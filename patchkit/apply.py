@@ -96,6 +96,10 @@ class _Applied:
     changes: Changes
 
 
+# Whether one upstream commit since a base replaced line OLD by line NEW: a rename shows so.
+RenameWitness = Callable[[str, str], bool]
+
+
 @dataclass(frozen=True)
 class Base:
     """One file before and after the patch, for a 3-way merge, and where the pair came from."""
@@ -103,6 +107,9 @@ class Base:
     label: str
     pre: bytes
     post: bytes
+    # upstream's history since the pre-image, asked before the merge follows a renamed function
+    # (None: no history is known, the file's lines alone decide)
+    renamed: RenameWitness | None = field(default=None, compare=False)
 
 
 BaseSource = Callable[[FileChange], "Base | None"]
@@ -334,8 +341,11 @@ class _FileLadder:
     def _renamed(self, h: Hunk) -> str | None:
         """The hunk's own function (C/C++) as upstream names it now, when the base shows it renamed:
         the function's line, which the hunk's section names, is the one line upstream replaced
-        there. None when it was not renamed, or the base does not show it, or upstream also has a
-        new twin of the hunk's lines (a function split in two looks renamed where it was)."""
+        there, and (where upstream's history is known) one upstream commit replaced it. None when
+        it was not renamed, or the base does not show it, or upstream also has a new twin of the
+        hunk's lines (a function split in two looks renamed where it was), or the line went in
+        one commit and its new text came in another (a copy added, then the original deleted:
+        the file ends as after a rename, but the copy is a twin)."""
         own, start, base = self._own_function(h), self._own_start.get(h.index), self.base()
         if not own or start is None or base is None:
             return None
@@ -347,6 +357,8 @@ class _FileLadder:
         replaced = next(((i1, i2, j1, j2) for i1, i2, j1, j2 in _differences(pre, self.lines) if i1 <= at < i2), None)
         if replaced is None or replaced[1] - replaced[0] != 1 or replaced[3] - replaced[2] != 1:
             return None  # the line is unchanged, or went with others around it
+        if base.renamed is not None and not base.renamed(pre[at], self.lines[replaced[2]]):
+            return None  # a copy added and the original deleted apart: a twin slid into its place
         renamed = self._scopes_of("current", self.lines).scope_at(replaced[2]) or None
         if self._twins(h, self.lines, renamed) > self._twins(h, pre, own):
             return None  # a split: the function renamed in place and a new twin of it beside
@@ -737,7 +749,8 @@ class Applier:
             pre = self.reader.read(f"{recorded}^", fc.path)
             post = self.reader.read(recorded, fc.new_path or fc.path)
             if pre is not None and post is not None:
-                return Base(f"the last good run ({recorded[:12]})", pre, post)
+                return Base(f"the last good run ({recorded[:12]})", pre, post,
+                            self._rename_witness(fc.path, f"{recorded}^"))
         if fc.old_blob:
             pre = self.reader.read(fc.old_blob)
             if pre is not None:
@@ -746,8 +759,31 @@ class Applier:
                 if all(places):
                     post_lines = ladder.splice(lines, places)  # type: ignore[arg-type]
                     if post_lines is not None:
-                        return Base(f"the patch's index blob {fc.old_blob}", pre, _bytes(post_lines))
+                        return Base(f"the patch's index blob {fc.old_blob}", pre, _bytes(post_lines),
+                                    self._rename_witness(fc.path, None, fc.old_blob))
         return None
+
+    def _rename_witness(self, path: str, since: str | None, blob: str | None = None) -> RenameWitness:
+        """Whether one upstream commit after SINCE (or after the commit that made PATH's BLOB)
+        up to the commit applied to replaced a line of PATH by another. Asked only where the
+        merge would follow a renamed function, which is seldom: one `git log` then."""
+        repo, until = self.mirror.path, self.revision.commit
+
+        def renamed(old: str, new: str) -> bool:
+            start = since
+            if start is None and blob:
+                found = git.run(["rev-parse", "--verify", "--quiet", f"{blob}^{{blob}}"], cwd=repo, check=False)
+                made = git.run(["log", "--format=%H", f"--find-object={found}", until, "--", path],
+                               cwd=repo).split() if found else []
+                start = made[-1] if made else None
+            if start is None:
+                return False
+            log = git.run(["log", "-p", "-U0", "--no-renames", "--format=commit %H", f"{start}..{until}", "--", path],
+                          cwd=repo)
+            removed, added = "-" + old.rstrip("\n"), "+" + new.rstrip("\n")
+            return any(removed in lines and added in lines
+                       for lines in (set(c.splitlines()) for c in re.split(r"(?m)^commit [0-9a-f]+$", log)))
+        return renamed
 
     def _mark_blocked(self, patch: Patch, hunks: list[HunkVerdict]) -> list[HunkVerdict]:
         """Each failing hunk that needs lines of an earlier failed patch is blocked by that one."""

@@ -270,3 +270,34 @@ def test_an_ambiguous_hunk_stays_refused_where_upstream_added_a_twin(tmp_path, k
     assert hunk.verdict is Verdict.AMBIGUOUS and result.commit is None, hunk.detail
     assert "the base does not confirm it" in hunk.detail and "(its base has 2)" in hunk.detail
     assert (project.output_dir / path).read_text() == grown
+
+
+@pytest.mark.parametrize("how", ["renamed in one commit", "copied, then the original deleted"])
+def test_a_rename_the_merge_follows_shows_in_one_upstream_commit(tmp_path, how):
+    """Upstream's file ends the same both ways: the patch's function under a new name. Renamed
+    in one commit, the merge's place in it is taken (as git am -3 takes it). A copy added in one
+    commit and the original deleted in another is the twin that slid into a deleted function's
+    place: no rename, refused (git am -3 writes the change into the copy)."""
+    upstream = upstream_repo(tmp_path, {KERNEL_PATH: ops(kernel(""))})
+    (patch,) = make_patches(tmp_path, upstream, [("log-packed", lambda w: (w / KERNEL_PATH).write_text(
+        ops(kernel("", LOGGED))))])
+    if how == "renamed in one commit":
+        commit(upstream, {KERNEL_PATH: ops(kernel("_f16"))}, "ggml-cpu : packed conv is f16")
+    else:
+        commit(upstream, {KERNEL_PATH: ops(kernel(""), kernel("_f16"))}, "ggml-cpu : packed conv for f16")
+        commit(upstream, {KERNEL_PATH: ops(kernel("_f16"))}, "ggml-cpu : drop the generic packed conv")
+    want = ops(kernel("_f16", LOGGED))
+
+    project, report = apply(tmp_path / "fork", upstream, [patch])
+    (result,) = report.patches
+    (hunk,) = result.hunks
+    am = git_am_3(upstream, patch, tmp_path / "am")
+    assert am is not None and (am / KERNEL_PATH).read_text() == want
+    if how == "renamed in one commit":
+        assert result.verdict is Verdict.MERGED, hunk.detail
+        assert (project.output_dir / KERNEL_PATH).read_text() == want
+    else:
+        assert result.verdict is Verdict.CONFLICT and result.commit is None
+        assert "in `ggml_compute_forward_conv_2d_packed_f16` (by a C++ parse), where the patch changes nothing" \
+            in hunk.detail
+        assert (project.output_dir / KERNEL_PATH).read_text() == ops(kernel("_f16"))
