@@ -108,7 +108,7 @@ class Base:
     label: str
     pre: bytes
     post: bytes
-    commit: str | None = None  # the commit the pre-image is read from; None: no commit is known (an index blob)
+    commit: str | None = None  # the commit the pre-image is read from (None: no commit is known)
 
 
 BaseSource = Callable[[FileChange], "Base | None"]
@@ -229,6 +229,7 @@ class _FileLadder:
         self.verdicts: dict[int, HunkVerdict] = {}
         self.places: dict[int, ladder.Place] = {}  # already-applied hunks too, as no-op places
         self.refusals: dict[int, str] = {}
+        self.twins: dict[int, tuple[int, ...]] = {}  # an ambiguous hunk's places (0-based), for the merge
 
     def base(self) -> Base | None:
         if not self._base:
@@ -278,6 +279,8 @@ class _FileLadder:
         moved, applied = self._named_uniquely(h, moved), self._named_uniquely(h, applied)
         if len(moved.places) + len(applied.places) > 1:
             self.found(h, Verdict.AMBIGUOUS, None, detail=_ambiguity(moved, applied))
+            if not applied.places:
+                self.twins[h.index] = tuple(p.start for p in moved.places)
         elif moved.place:
             self.found(h, Verdict.OFFSET, moved.place)
         elif applied.place:
@@ -371,8 +374,9 @@ class _FileLadder:
         The difference of two files cannot tell a rename from a copy added under a new name while
         the function was there, the function deleted later: the copy slid into its place, and the
         patch's function is gone. Where the base is a commit, upstream's history since it tells:
-        only a commit that replaced the line (the old one gone in it) renamed the function. Where
-        the base is an index blob no commit is known, and the difference alone decides."""
+        only a commit that replaced the line (the old one gone in it) renamed the function. An
+        index blob's commit is the oldest upstream one holding it; with none known, the
+        difference alone decides."""
         own, start, base = self._own_function(h), self._own_start.get(h.index), self.base()
         if not own or start is None or base is None:
             return None
@@ -416,19 +420,24 @@ class _FileLadder:
         return self._scopes[key]
 
     def _merge(self, unresolved: list[Hunk]) -> bytes | None:
-        """The 3-way merge: it places the hunks the line steps could not, and checks those they
-        moved. The merged file, or None when it is not used."""
-        if any(v.verdict is Verdict.AMBIGUOUS for v in self.verdicts.values()):
-            return None
-        moved = any(v.verdict is not Verdict.CLEAN for v in self.verdicts.values())
-        base = self.base() if unresolved or moved else None
+        """The 3-way merge: it places the hunks the line steps could not, picks among the
+        places of an ambiguous hunk where its base confirms the pick, and checks the hunks the
+        line steps moved. The merged file, or None when it is not used."""
+        ambiguous = [h for h in self.fc.hunks if h.index in self.twins]
+        if len(ambiguous) < sum(v.verdict is Verdict.AMBIGUOUS for v in self.verdicts.values()):
+            return None  # a post-image found too: upstream may have the change, nothing to merge
+        moved = any(v.verdict not in (Verdict.CLEAN, Verdict.AMBIGUOUS) for v in self.verdicts.values())
+        base = self.base() if unresolved or ambiguous or moved else None
         if base is None:
             return None
         result, conflicts = git.merge_file(self.current, base.pre, base.post)
         if conflicts:
             self._refuse_merge(unresolved, f"3-way merge from {base.label} conflicts")
+            self._refuse_moved(f"the 3-way merge from {base.label} conflicts")
             return None
-        for index in self._disagreements(_lines(result), complete=not unresolved):
+        merged = _lines(result)
+        undecided = [h for h in ambiguous if not self._pick(h, merged, base)]
+        for index in self._disagreements(merged, complete=not unresolved and not undecided):
             v = self.verdicts[index]
             self.verdicts[index] = HunkVerdict(
                 v.file, v.hunk, Verdict.CONFLICT, v.expected_line, v.actual_line,
@@ -436,7 +445,7 @@ class _FileLadder:
                        f"{base.label} elsewhere: they disagree, so neither is trusted")
         if not unresolved:
             return None
-        elsewhere = self._merged_elsewhere(_lines(result))
+        elsewhere = self._merged_elsewhere(merged)
         if elsewhere:
             self._refuse_merge(unresolved, f"the 3-way merge from {base.label} {elsewhere}")
             return None
@@ -445,31 +454,108 @@ class _FileLadder:
             self.found(h, verdict, None, detail=f"3-way merge from {base.label}")
         return result
 
+    def _pick(self, h: Hunk, merged: list[str], base: Base) -> bool:
+        """Place the ambiguous hunk H where the merge changed one of its places, when the base
+        confirms that place: the merge aligns lines, and of twins it may take any. The witness
+        besides the merge is the twins' order. The base has as many places for the hunk (in its
+        section) as upstream, the patch's own is the k-th of them, and the merge changed the k-th
+        of upstream's: upstream kept the twins and their order, and the merge agrees. Where
+        upstream added, removed or moved a twin, nothing but the merge says which is the patch's,
+        and it is refused, with a section or without: in a file without one (or with twins in one
+        function) the order is the only witness there is, and a section naming every twin adds
+        none. The merged lines around the pick are checked against the hunk later, as any place
+        the line steps found."""
+        places = self.twins[h.index]
+        changed = [(i1, i2) for i1, i2, _, _ in _differences(self.lines, merged)]
+        size = len(h.old_lines)
+        picked = [s for s in places if any((i1 < s + size and s < i2) or (i1 == i2 and s <= i1 <= s + size)
+                                           for i1, i2 in changed)]
+        pre = _lines(base.pre)
+        own = ladder.find_exact(h, pre)
+        sections = Sections(pre)
+        in_base = [s for s in ladder.occurrences(h.old_lines, pre, ladder.line_index(pre))
+                   if not h.section or sections.named(h.section, s) is not None]
+        lines = ", ".join(str(s + 1) for s in places)
+        if len(picked) != 1 or own is None or len(in_base) != len(places) or \
+                in_base.index(own.start) != places.index(picked[0]):
+            v = self.verdicts[h.index]
+            why = ("the 3-way merge from {} changed {}".format(base.label, "none of them" if not picked else
+                   f"line {picked[0] + 1}" if len(picked) == 1 else "several")
+                   + (f", and the base does not confirm it: the patch's own place is not one of {len(places)} "
+                      f"there in the same order (its base has {len(in_base)})" if len(picked) == 1 else ""))
+            self.verdicts[h.index] = replace(v, detail=f"{v.detail}; {why}")
+            return False
+        k = places.index(picked[0])
+        self.found(h, Verdict.MERGED, ladder.Place(picked[0], size, h.new_lines),
+                   detail=f"3-way merge from {base.label}: of the places at lines {lines}, the "
+                          f"{_ordinal(k + 1)}, as in its base")
+        return True
+
     def _refuse_merge(self, unresolved: list[Hunk], why: str) -> None:
         for h in unresolved:
             self.refusals[h.index] = "; ".join(filter(None, [why, self.refusals.get(h.index)]))
 
+    def _refuse_moved(self, why: str) -> None:
+        """Refuse every hunk the line steps moved, WHY naming the merge that does not confirm it.
+        A hunk moved away from its recorded line may be a twin whose lines still match while its
+        own site changed; the merge is the one witness of where the base's lines went, and one that
+        conflicts does not say the new place is the old one (git am -3 keeps its `git apply`
+        offset, and puts the change into the twin)."""
+        for index, v in list(self.verdicts.items()):
+            if v.verdict is Verdict.OFFSET:
+                self.verdicts[index] = replace(
+                    v, verdict=Verdict.CONFLICT, offset=None,
+                    detail=f"the line steps put it at line {v.actual_line}, but {why}, so that place "
+                           "is not known to be the patch's own")
+                self.places.pop(index, None)
+
     def _merged_elsewhere(self, merged: list[str]) -> str | None:
-        """Where the merge put a change outside every function the patch changes (C/C++).
+        """Where the merge put a change that is not the patch's own (C/C++): outside every
+        function the patch changes, unless it is a hunk's added lines where the line steps agree.
 
         A merge aligns lines, not functions: when the hunk's own site changed and a twin kept its
-        lines, the merge takes the twin as readily as the line steps would."""
+        lines, the merge takes the twin as readily as the line steps would. Lines a hunk adds at
+        file scope (an `#include`, a `#define`, a new function) are in no function the patch
+        changes; they are the patch's own where one side of the hunk's context is found there and
+        nowhere else, and the parse puts them in the scope they have in the patch's post-image."""
+        own_of = {h.index: self._own_function(h) for h in self.fc.hunks}
         sectioned = [h for h in self.fc.hunks if h.section]
-        own = {self._own_function(h) for h in sectioned}
-        if not sectioned or None in own:
+        if not sectioned or any(own_of[h.index] is None for h in sectioned):
             return None  # not C/C++, or a hunk's own place is unknown: nothing to compare with
-        own |= {self._renamed(h) for h in sectioned} - {None}
+        own = {scope for scope in own_of.values() if scope is not None}
         current = self._scopes_of("current", self.lines)
+        own |= {self._renamed(h) for h in sectioned} - {None}
         after = self._scopes_of("merged", merged)
         for i1, i2, j1, j2 in _differences(self.lines, merged):
             there = after.scope_at(j1) if j2 > j1 else current.scope_at(min(i1, len(self.lines) - 1))
-            if there not in own:
+            if there not in own and not (i1 == i2 and self._adds_own_lines(merged[j1:j2], i1, there)):
                 return (f"put a change at line {j1 + 1}, in `{there or 'file scope'}` (by a C++ parse), "
                         f"where the patch changes nothing; its hunks are in "
                         + ", ".join(f"`{s or 'file scope'}`" for s in sorted(own))
                         + " (by a C++ parse of its base, their sections "
                         + ", ".join(dict.fromkeys(f"`{h.section}`" for h in sectioned)) + ")")
         return None
+
+    def _adds_own_lines(self, added: list[str], at: int, there: str) -> bool:
+        """Whether ADDED, which the merge inserted before 0-based line AT of upstream's file in
+        scope THERE, is a hunk's own added lines where the line steps agree: the hunk's context
+        on one side of them found there and nowhere else in the file, and THERE the scope the
+        lines have in the base's post-image."""
+        base = self.base()
+        if base is None:
+            return False
+        post = _lines(base.post)
+        n = len(added)
+        for h in self.fc.hunks:
+            new = h.new_lines
+            for k in (k for k in range(len(new) - n + 1) if list(new[k:k + n]) == added):
+                before, after = new[:k], new[k + n:]
+                found = (before and ladder.occurrences(before, self.lines, self.index) == [at - len(before)]) or \
+                    (after and ladder.occurrences(after, self.lines, self.index) == [at])
+                places = ladder.occurrences(new, post, ladder.line_index(post)) if found else []
+                if len(places) == 1 and self._scopes_of("post", post).scope_at(places[0] + k) == there:
+                    return True
+        return False
 
     def _disagreements(self, merged: list[str], complete: bool) -> set[int]:
         """Hunks whose lines the line steps and the merge put differently. With every hunk placed
@@ -524,6 +610,10 @@ def _differences(a: list[str], b: list[str]) -> list[tuple[int, int, int, int]]:
     matcher = difflib.SequenceMatcher(None, a[head:len(a) - tail], b[head:len(b) - tail], autojunk=False)
     return [(i1 + head, i2 + head, j1 + head, j2 + head)
             for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"]
+
+
+def _ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
 
 
 def _anchor(h: Hunk) -> int:
@@ -753,8 +843,17 @@ class Applier:
                 if all(places):
                     post_lines = ladder.splice(lines, places)  # type: ignore[arg-type]
                     if post_lines is not None:
-                        return Base(f"the patch's index blob {fc.old_blob}", pre, _bytes(post_lines))
+                        return Base(f"the patch's index blob {fc.old_blob}", pre, _bytes(post_lines),
+                                    self._blob_commit(fc.path, fc.old_blob))
         return None
+
+    def _blob_commit(self, path: str, blob: str) -> str | None:
+        """The oldest upstream commit whose PATH is BLOB: where the patch's index blob starts
+        upstream's history, for asking it about renames (None: no such commit)."""
+        found = git.run(["rev-parse", "--verify", "--quiet", f"{blob}^{{blob}}"], cwd=self.mirror.path, check=False)
+        made = git.run(["log", "--format=%H", f"--find-object={found}", self.revision.commit, "--", path],
+                       cwd=self.mirror.path).split() if found else []
+        return made[-1] if made else None
 
     def _line_origin(self, path: str, base: str, old: str, new: str) -> LineOrigin | None:
         """Where line NEW came into PATH in upstream's history from the upstream commit under BASE
