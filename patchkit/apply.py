@@ -518,6 +518,8 @@ class _FileLadder:
         file scope (an `#include`, a `#define`, a new function) are in no function the patch
         changes; they are the patch's own where one side of the hunk's context is found there and
         nowhere else, and the parse puts them in the scope they have in the patch's post-image."""
+        if not is_cpp(self.fc.path):
+            return self._merged_outside_sections(merged)
         own_of = {h.index: self._own_function(h) for h in self.fc.hunks}
         sectioned = [h for h in self.fc.hunks if h.section]
         if not sectioned or any(own_of[h.index] is None for h in sectioned):
@@ -535,6 +537,52 @@ class _FileLadder:
                         + " (by a C++ parse of its base, their sections "
                         + ", ".join(dict.fromkeys(f"`{h.section}`" for h in sectioned)) + ")")
         return None
+
+    def _merged_outside_sections(self, merged: list[str]) -> str | None:
+        """Where the merge put a change (in a file without the C++ parse) under a section that no
+        hunk of the patch names, read where that hunk would start: the patch's function deleted
+        upstream and a copy slid into its place. A section line upstream replaced by one other
+        line is the function renamed only where upstream's history shows it (`_renamed_line`)."""
+        base = self.base()
+        if base is None or not any(h.section for h in self.fc.hunks):
+            return None
+        sections = Sections(merged)
+        renamed = [text for h in self.fc.hunks for line in [self._renamed_line(h, base)] if line
+                   for text in section_texts(line)]
+
+        def own(h: Hunk, start: int) -> bool:
+            found = list(sections.at(start))
+            if not h.section:
+                return not found  # a hunk at the top of the file, before any section
+            return sections.named(h.section, start) is not None or any(text in found for text in renamed)
+
+        for _, _, j1, _ in _differences(self.lines, merged):
+            if not any(own(h, max(0, j1 - h.leading_context)) for h in self.fc.hunks):
+                there = next(sections.at(j1), "")
+                return (f"put a change at line {j1 + 1}, under `{there or 'no section'}`, where the patch "
+                        "changes nothing; its hunks are under "
+                        + ", ".join(dict.fromkeys(f"`{h.section}`" for h in self.fc.hunks if h.section)))
+        return None
+
+    def _renamed_line(self, h: Hunk, base: Base) -> str | None:
+        """The line that replaced the one H's section was written for, where upstream's history
+        shows a rename (`_not_renamed_upstream`); None otherwise."""
+        pre = _lines(base.pre)
+        starts = ladder.occurrences(h.old_lines, pre, ladder.line_index(pre))
+        named = Sections(pre).named(h.section, starts[0]) if len(starts) == 1 else None
+        at = next((i for i in range(starts[0] - 1, -1, -1) if named in section_texts(pre[i])), None) \
+            if named else None
+        replaced = next(((i1, i2, j1, j2) for i1, i2, j1, j2 in _differences(pre, self.lines)
+                         if at is not None and i1 <= at < i2), None)
+        if replaced is None or replaced[1] - replaced[0] != 1 or replaced[3] - replaced[2] != 1:
+            return None
+        new = self.lines[replaced[2]]
+        if base.commit is None:
+            return new
+        why = self._not_renamed_upstream(base.commit, pre[at], new)
+        if why and why not in self.refusals.get(h.index, ""):
+            self.refusals[h.index] = "; ".join(filter(None, [self.refusals.get(h.index), why]))
+        return None if why else new
 
     def _adds_own_lines(self, added: list[str], at: int, there: str) -> bool:
         """Whether ADDED, which the merge inserted before 0-based line AT of upstream's file in

@@ -38,18 +38,19 @@ ORIGINAL = HEAD + OLD + BODY + TAIL
 RENAMED = HEAD + NEW + BODY + TAIL  # what upstream has at the target in every case here
 
 
-def good_run_then_upstream(tmp_path: Path, history: list[tuple[str, str]]):
+def good_run_then_upstream(tmp_path: Path, history: list[tuple[str, str]], path: str = PATH,
+                           original: str = ORIGINAL, renamed: str = RENAMED):
     """The patch applied (good, its commit kept as the base) at upstream's first commit; then
     upstream's HISTORY (file content, message) committed, and the patch applied again there."""
-    upstream = upstream_repo(tmp_path, {PATH: ORIGINAL, "README.md": "splits\n"})
-    (patch,) = make_patches(tmp_path, upstream, [("async-schedule", replace(PATH, SCHEDULED, SCHEDULED_ASYNC))])
+    upstream = upstream_repo(tmp_path, {path: original, "README.md": "splits\n"})
+    (patch,) = make_patches(tmp_path, upstream, [("async-schedule", replace(path, SCHEDULED, SCHEDULED_ASYNC))])
     project = Project.load(write_project(tmp_path / "fork", str(upstream), [patch]))
     options = ApplyOptions(spec="upstream@HEAD", check=False)
     first = run_apply(project, options)
     assert first.patches[0].verdict is Verdict.CLEAN and first.bases_recorded == 1
     for content, message in history:
-        commit(upstream, {PATH: content}, message)
-    assert not history or (upstream / PATH).read_text() == RENAMED
+        commit(upstream, {path: content}, message)
+    assert not history or (upstream / path).read_text() == renamed
     return upstream, patch, project, run_apply(project, options)
 
 
@@ -122,3 +123,29 @@ def test_a_branch_merged_in_counts_as_the_commits_it_made(tmp_path, branch):
     else:
         assert result.verdict is Verdict.CONFLICT and "a copy, not a rename" in result.hunks[0].detail
         assert (project.output_dir / PATH).read_text() == RENAMED
+
+
+# The same in a file without the C++ parse: git's python rule names the sections.
+PY_PATH = "scripts/splits.py"
+PY_OLD, PY_NEW = "def compute_splits(ctx):\n", "def compute_splits_f16(ctx):\n"
+PY_BODY = ("    n_tokens = ctx.n_tokens()\n    n_splits = n_tokens // ctx.n_ubatch()\n    ctx.reserve(n_splits)\n"
+           f"{SCHEDULED}    ctx.synchronize()\n    return n_splits\n")
+PY_HEAD = "import sys\n\n\ndef helper(x):\n    return x + 1\n\n\n"
+PY_TAIL = "\n\ndef report_splits(ctx):\n    print(compute_splits_count(ctx))\n"
+PY_RENAMED = PY_HEAD + PY_NEW + PY_BODY + PY_TAIL
+
+
+@pytest.mark.parametrize("history", ["copy, then delete", "rename"])
+def test_a_python_function_is_told_renamed_or_copied_by_the_same_history(tmp_path, history):
+    steps = [(PY_HEAD + PY_OLD + PY_BODY + "\n\n" + PY_NEW + PY_BODY + PY_TAIL, "scripts : a copy for f16")] \
+        if history == "copy, then delete" else []
+    upstream, patch, project, report = good_run_then_upstream(
+        tmp_path, [*steps, (PY_RENAMED, "scripts : compute_splits_f16 only")], PY_PATH,
+        PY_HEAD + PY_OLD + PY_BODY + PY_TAIL, PY_RENAMED)
+    (result,) = report.patches
+    if history == "rename":
+        assert result.verdict is Verdict.MERGED
+        assert (project.output_dir / PY_PATH).read_text() == PY_RENAMED.replace(SCHEDULED, SCHEDULED_ASYNC)
+    else:
+        assert result.verdict is Verdict.CONFLICT and "a copy, not a rename" in result.hunks[0].detail
+        assert (project.output_dir / PY_PATH).read_text() == PY_RENAMED
