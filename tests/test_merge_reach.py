@@ -301,3 +301,54 @@ def test_a_rename_the_merge_follows_shows_in_one_upstream_commit(tmp_path, how):
         assert "in `ggml_compute_forward_conv_2d_packed_f16` (by a C++ parse), where the patch changes nothing" \
             in hunk.detail
         assert (project.output_dir / KERNEL_PATH).read_text() == ops(kernel("_f16"))
+
+
+CPP_PATH = "ggml/src/ggml-cpu/queue.cpp"
+CPP = """\
+#include "queue.h"
+
+static void drain_encoder(queue & q) {
+    q.lock();
+    int count = q.pending();
+    if (count > 0) {
+        q.prepare();
+    }
+    q.flush();
+    q.unlock();
+}
+
+static void drain_decoder(queue & q) {
+    q.begin();
+    q.decode_all();
+    q.end();
+}
+
+static int queue_size(const queue & q) {
+    return q.size();
+}
+"""
+
+
+def test_in_c_and_cpp_the_parse_keeps_a_moved_hunk_in_its_function_when_the_merge_conflicts(tmp_path):
+    """Where a C++ parse of the base names the hunk's function, the line steps move a hunk only
+    inside it: upstream reordering the file (so that the merge conflicts) does not refuse it; the
+    twin case of the test above stays refused by the same parse."""
+    upstream = upstream_repo(tmp_path, {CPP_PATH: CPP})
+    (patch,) = make_patches(tmp_path, upstream, [("prepare-first", replace(CPP_PATH, "        q.prepare();\n",
+                                                                           "        q.prepare(true);\n"))])
+    encoder, decoder, size = CPP.split("\n\n")[1:4]
+    reordered = CPP.split("\n\n")[0] + "\n\n" + "\n\n".join([decoder, size, encoder])
+    commit(upstream, {CPP_PATH: reordered}, "queue : the encoder last")
+    project, report = apply(tmp_path / "fork", upstream, [patch])
+    (result,) = report.patches
+    assert result.verdict is Verdict.OFFSET, result.hunks[0].detail
+    assert (project.output_dir / CPP_PATH).read_text() == reordered.replace("        q.prepare();\n",
+                                                                            "        q.prepare(true);\n", 1)
+    # The twin: upstream gives the decoder the encoder's lines and edits the encoder's condition,
+    # so the context is found only in the decoder.
+    edited = CPP.replace("    if (count > 0) {\n", "    if (count > 0 && q.ready()) {\n", 1).replace(
+        "    q.begin();\n    q.decode_all();\n    q.end();\n", encoder.split("{\n", 1)[1].rsplit("}", 1)[0])
+    commit(upstream, {CPP_PATH: edited}, "queue : drain when ready")
+    project, report = apply(tmp_path / "fork2", upstream, [patch])
+    (result,) = report.patches
+    assert not result.verdict.good and (project.output_dir / CPP_PATH).read_text() == edited
