@@ -500,11 +500,9 @@ class _FileLadder:
         A hunk moved away from its recorded line may be a twin whose lines still match while its
         own site changed; the merge is the one witness of where the base's lines went, and one that
         conflicts does not say the new place is the old one (git am -3 keeps its `git apply`
-        offset, and puts the change into the twin). Where a C++ parse of the base named the hunk's
-        function, the line steps took the place only inside that function (`judge`): it stands."""
-        hunks = {h.index: h for h in self.fc.hunks}
+        offset, and puts the change into the twin)."""
         for index, v in list(self.verdicts.items()):
-            if v.verdict is Verdict.OFFSET and not self._own_function(hunks[index]):
+            if v.verdict is Verdict.OFFSET:
                 self.verdicts[index] = replace(
                     v, verdict=Verdict.CONFLICT, offset=None,
                     detail=f"the line steps put it at line {v.actual_line}, but {why}, so that place "
