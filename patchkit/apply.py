@@ -337,7 +337,7 @@ class _FileLadder:
         """Where a candidate place is, and why it is not the hunk's own, if it is not."""
         if not h.section:
             return None  # nothing names the hunk's function: today's rules
-        if self.sections.named(h.section, start) is None and not _opens_its_function(h):
+        if self.sections.named(h.section, start) is None:
             here = funcname_at(self.lines, start)
             return f"`{here or 'the top of the file'}`", f"the patch names `{h.section}`"
         own = self._own_function(h)
@@ -667,13 +667,6 @@ def _ordinal(n: int) -> str:
 def _anchor(h: Hunk) -> int:
     """The line of the hunk's block that decides which function it is in: its first change."""
     return max(min(h.leading_context, len(h.old_lines) - 1), 0)
-
-
-def _opens_its_function(h: Hunk) -> bool:
-    """The hunk's leading context holds a line the section rules name: the definition its change
-    is in. Its section then names what came before that line, which upstream may move away, while
-    the hunk's own lines pin the definition (a candidate matches them exactly)."""
-    return any(section_texts(line) for line in h.old_lines[:h.leading_context])
 
 
 def _own(h: Hunk, scope: str) -> str:

@@ -122,29 +122,6 @@ def test_a_diff_p_cut_that_names_one_function_may_move(tmp_path):
     assert content == patch_f0(tmp_path, patch, "long.c", text(upstream))
 
 
-def test_a_hunk_whose_context_opens_its_function_moves_with_it(tmp_path):
-    """The change is two lines into a function, so the hunk's context starts in the function
-    before it, which its section names; upstream then moved that function away. The definition in
-    the hunk's own lines pins the place, as git am -3 and patch -F0 find it."""
-    mover = function("static int moved_away(int x) {", ["    int m = x * 2;", "    return m;"])
-    target = function("static int kept_here(int x) {", ["    int k = x + 1;", "    use(k);", "    tail(k);",
-                                                        "    return k;"])
-    other = function("static int stays_put(int x) {", ["    return x - 1;"])
-    before = mover + target + other
-    after = edit(before, {"    int k = x + 1;": "    int k = x + 2;"})
-    patch = gnu_patch(tmp_path, "m.c", text(before), text(after))
-    assert sections(patch) == ["static int moved_away(int x) {"]
-    upstream = other + target + mover  # the function before it is now another one
-    verdicts, content = patchkit(patch, text(upstream))
-    assert [v.verdict for v in verdicts] == [Verdict.OFFSET]
-    assert content == text(other + edit(target, {"    int k = x + 1;": "    int k = x + 2;"}) + mover).encode()
-    assert content == patch_f0(tmp_path, patch, "m.c", text(upstream))
-    # A twin of that definition (an #if branch each) is two places: refused, never guessed.
-    twins = ["#if A", *mover, *target, "#else", *mover, *target, "#endif", ""] + other
-    verdicts, content = patchkit(patch, text(twins))
-    assert [v.verdict for v in verdicts] == [Verdict.AMBIGUOUS] and content is None
-
-
 CLASS = ["#include <vector>", "", "struct slot_pool {", "public:",
          "    void reset() {", "        count = 0;", "        grow(0);", "        shrink(0);", "        done();", "    }",
          "", "    void fill(int n) {", "        count = n;", "        grow(n);", "        mark(n);", "        done();", "    }",
