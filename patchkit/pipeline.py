@@ -116,7 +116,7 @@ def run_apply(project: Project, options: ApplyOptions, hooks: Hooks = Hooks(), *
     output = check_output((options.output or project.output_dir).resolve(), project.root.resolve(), options.force)
     warnings, warn = collect_warnings(hooks)
 
-    with mirror.locked():
+    with mirror.locked(hooks.progress):
         revision = resolve(mirror, options.spec, options.fetch, hooks, warn)
         if (options.update_lock or guard_pin) and not options.allow_rewind:
             mirror.guard_pin(revision.commit)

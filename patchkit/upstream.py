@@ -79,15 +79,21 @@ class Mirror:
         return (self.path / "HEAD").is_file()
 
     @contextlib.contextmanager
-    def locked(self) -> Iterator[Mirror]:
-        """Exclusive use: two runs fetching or writing refs at once would corrupt the mirror."""
+    def locked(self, waiting: Progress | None = None) -> Iterator[Mirror]:
+        """Exclusive use: two runs fetching or writing refs at once would corrupt the mirror.
+        WAITING hears, once, that another run holds it (else a CI log shows a silent wait)."""
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fh = open(self.path.parent / f"{self.path.name}.lock", "w")
         except OSError as exc:
             raise _unwritable(self.path.parent, exc) from None
         with fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if waiting:
+                    waiting(f"waiting for another patchkit run to finish with the mirror {self.path}")
+                fcntl.flock(fh, fcntl.LOCK_EX)
             try:
                 self._remove_stale_locks()
                 yield self

@@ -3,6 +3,7 @@ runs, and a cache or upstream path that cannot be used."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -60,13 +61,16 @@ def test_a_second_run_waits_for_the_mirror_lock(tmp_path, upstream):
     root = write_project(tmp_path / "fork", str(upstream.path))
     mirror = Mirror.open(Project.load(root))
     with mirror.locked():
-        proc = subprocess.Popen([sys.executable, "-m", "patchkit", "-q", "apply", "--no-check"],
-                                cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}  # a CI log: whole lines
+        proc = subprocess.Popen([sys.executable, "-m", "patchkit", "apply", "--no-check"], cwd=root, env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         time.sleep(1.5)
         assert proc.poll() is None, "the run went ahead while another held the mirror"
         assert not mirror.exists
-    assert proc.wait(timeout=60) == 0
-    assert mirror.exists
+    _, said = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and mirror.exists
+    # A CI log says why nothing moves (the heartbeat alone would say "still running").
+    assert f"waiting for another patchkit run to finish with the mirror {mirror.path}\n" in said
 
 
 @pytest.mark.parametrize("ref, git_rev", [("master~1", "master~1"), ("b1001^", "b1001^"),

@@ -29,7 +29,7 @@ def check_upstream(project: Project, rules: list[Rule], spec: str, url: str | No
     """The rules on upstream's own tree, read as git objects from the mirror (no checkout)."""
     parse_spec(spec)  # a bad ref fails before any fetch
     mirror = Mirror.open(project, url)
-    with mirror.locked():
+    with mirror.locked(progress):
         revision = mirror.resolve(spec, fetch=fetch, progress=progress, warn=warn)
         with mirror.reader() as reader:
             return run_checks(rules, lambda path: reader.read(revision.commit, path),

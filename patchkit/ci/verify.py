@@ -95,7 +95,7 @@ def verify_queue(project: Project, lock: Lock, options: VerifyOptions, hooks: Ho
                         *(options.output_dir / _relative(project, p.path) for p in queue.patches))
     mirror = Mirror.open(project, options.upstream)
     warnings, warn = collect_warnings(hooks)
-    with mirror.locked():  # only to fetch: what follows reads the mirror and writes nothing into it
+    with mirror.locked(hooks.progress):  # only to fetch: what follows reads the mirror and writes nothing into it
         revision = resolve(mirror, "upstream@locked", options.fetch, hooks, warn)
     refreshed: tuple[Refreshed, ...] = ()
     files: list[FileDrift] = []

@@ -108,7 +108,7 @@ def console(stderr: bool = False):  # -> rich.console.Console; rich is imported 
     # would assume 80 columns and wrap or cut; CI logs keep whole lines, so nothing is wrapped or
     # cut there unless COLUMNS asks for it. Tables still size to their content, so nothing pads.
     stream = sys.stderr if stderr else sys.stdout
-    if stream.isatty() or "COLUMNS" in os.environ:
+    if stream.isatty() or os.environ.get("COLUMNS"):  # an empty COLUMNS is no width
         return Console(stderr=stderr, highlight=False, soft_wrap=False)
     return Console(stderr=stderr, highlight=False, soft_wrap=True, width=_UNLIMITED)
 

@@ -61,7 +61,7 @@ def patched_queue(project: Project, spec: str = "upstream@locked", upstream: str
     _require_lock(project, spec)
     queue = Queue.load(project)
     mirror = Mirror.open(project, upstream)
-    with mirror.locked():  # only to fetch: the rest reads the mirror and writes nothing into it
+    with mirror.locked(hooks.progress):  # only to fetch: the rest reads the mirror and writes nothing into it
         revision = resolve(mirror, spec, fetch, hooks, hooks.warn)
     # With fuzz allowed, a patch that needs it says so (and is refused) instead of being a conflict.
     with applied_at(project, mirror, revision, queue.patches, fuzz=_FUZZ) as (applied, report):

@@ -243,7 +243,7 @@ def default_spec(project: Project, mirror: Mirror) -> str:
 def _resolve(project: Project, mirror: Mirror, options: ImportOptions, hooks: Hooks,
              warn: Callable[[str], None]) -> Revision:
     spec = options.at or default_spec(project, mirror)
-    with mirror.locked():
+    with mirror.locked(hooks.progress):
         return mirror.resolve(spec, fetch=options.fetch, progress=hooks.progress, warn=warn)
 
 
