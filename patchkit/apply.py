@@ -303,10 +303,22 @@ class _FileLadder:
         named = self.sections.named(h.section, start) or opened_by(self.lines, start, h.section)
         if named is None:
             return False  # another function's, or the section's function is gone (a twin slid here)
+        if named != h.section and self._named_in_base(h) not in (None, named):
+            return False  # a cut: the base shows another function it begins was here (a twin slid in)
         if not self._cut_is_ambiguous(h.section, named):
             return True
         return not any(self.sections.named(h.section, s) not in (None, named)
                        for s in ladder.occurrences(block, self.lines, self.index) if s != start)
+
+    def _named_in_base(self, h: Hunk) -> str | None:
+        """The whole section line H's section was written for, in the base's pre-image at H's
+        place there; None without a base or where H's place there is unknown."""
+        base = self.base()
+        if base is None:
+            return None
+        pre = _lines(base.pre)
+        place = ladder.find_exact(h, pre)
+        return Sections(pre).named(h.section, place.start) if place else None
 
     def _cut_is_ambiguous(self, section: str, named: str) -> bool:
         """Whether SECTION, written for the line NAMED, is a cut that other section lines of the

@@ -313,3 +313,22 @@ def test_a_refusal_names_every_place_in_one_sentence(tmp_path):
                                   "`void first() {`, and at line 13, in `void third() {`; "
                                   "the patch names `void second() {`")
 
+
+
+def test_a_cut_that_began_two_functions_in_the_base_takes_no_twin_that_slid_into_the_recorded_lines(tmp_path):
+    """Found in review: `diff -p`'s 40-character cut begins `..._impl` and `..._fast`; upstream
+    deleted `_impl`, the patch's, and `_fast` (same body) slid into the recorded lines. Upstream's
+    file alone has one function for the cut; the base still shows two, so the cut says nothing."""
+    impl = "static void ggml_compute_forward_add_f32_impl(struct ggml_tensor * dst, const float * src) {"
+    fast = "static void ggml_compute_forward_add_f32_fast(struct ggml_tensor * dst, const float * src) {"
+    body = ["    const int n = dst->ne[0];", "    float sum = 0.0f;", "    for (int i = 0; i < n; i++) {",
+            "        sum += src[i];", "    }", "    dst->data[0] = sum;", "    finish(dst);", "}", ""]
+    head = ['#include "ops.h"', "", "static int helper(int x) {", "    return x + 1;", "}", ""]
+    before = head + [impl, *body, fast, *body]
+    after = head + [impl, *edit(body, {"        sum += src[i];": "        sum += 2 * src[i];"}), fast, *body]
+    patch = gnu_patch(tmp_path, "ops.c", text(before), text(after))
+    upstream = head + [fast, *body]
+    (fc,) = read_patch(patch).files
+    base = Base("the patch's index blob", text(before).encode(), text(after).encode())
+    verdicts, content = apply_file(fc, text(upstream).encode(), lambda f: base, 0)
+    assert not verdicts[0].verdict.good and content is None
