@@ -67,6 +67,8 @@ CASES = [
     (["apply", "upstream@b1000", "-o", "{tmp}/out", "--markdown", "{tmp}/out/r.md"], {},
      "is inside the patched checkout"),
     (["verify", "--junit", ".git/verify.xml"], {}, "inside a .git folder"),
+    (["verify", "--output-dir", "patches"], {}, "is the patch queue"),
+    (["verify", "--output-dir", "llama.cpp/refreshed"], {}, "is inside the patched checkout"),
     (["check", "--markdown", "llama.cpp/check.md"], {}, "is inside the patched checkout"),
     (["status", "--json", "patchkit.yaml"], {}, "is the project's configuration"),
     (["import", "{tmp}/new.patch", "--json", "patches/import.json"], {}, "inside the patch queue"),

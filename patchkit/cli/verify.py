@@ -39,7 +39,11 @@ def verify_command(
     from patchkit.hooks import Hooks
 
     project = Project.find()
-    check_reports(project, json_out, markdown, junit)
+    places = check_reports(project, json_out, markdown, junit)
+    if output_dir:
+        from patchkit.targets import Target, check
+
+        check(output_dir, Target.FOLDER, places)
     lock = require_lock(project)  # before any progress line: a missing lock is the whole answer
     options = VerifyOptions(upstream=upstream, fetch=not no_fetch,
                             output_dir=output_dir.resolve() if output_dir else None)

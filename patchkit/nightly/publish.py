@@ -109,7 +109,9 @@ def _replace_files(folder: Path, files: Mapping[str, bytes], between: Callable[[
                if _is_ours(folder, path, [(path, digest)])}
     now = {(path, hashlib.sha256(data).hexdigest()) for path, data in files.items()}
     _write_manifest(folder, earlier | now)
-    for path in sorted({path for path, _ in earlier} - set(files)):
+    # All of them, those this run writes again too: until its own are renamed into place, the
+    # folder holds no report rather than the last night's, which tells of another lock.
+    for path in sorted({path for path, _ in earlier}):
         (folder / path).unlink(missing_ok=True)
         if (folder / path).parent != folder:
             with contextlib.suppress(OSError):  # not empty: this run's or someone else's files are in it

@@ -22,6 +22,10 @@ def snapshot(project) -> dict[str, bytes]:
 def test_reports_appear_only_after_the_patches_and_the_lock(project, tmp_path):
     apply(project, "b1000", update_lock=True)
     lock_before, reports = project.lock_path.read_bytes(), tmp_path / "reports"
+    # A night before, on the same folder, that moved nothing: its report must not outlive the next.
+    earlier = run_cli("nightly", "upstream@b1000", "--no-refresh", "--no-update-lock", "--report-dir", str(reports),
+                      cwd=project.root)
+    assert earlier.returncode == 0 and (reports / "report.json").is_file()
     night = start("nightly", "upstream@HEAD", "--report-dir", str(reports), cwd=project.root, pause="night-write")
     wait_for(night, "paused at night-write")
     # The patches are refreshed, the lock is not moved yet: no report may say anything yet.
