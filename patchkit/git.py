@@ -12,7 +12,6 @@ import re
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
@@ -244,18 +243,6 @@ def merge_file(current: bytes, base: bytes, other: bytes) -> tuple[bytes, int]:
     if not 0 <= proc.returncode < 128:
         raise GitFailed(["merge-file"], proc.returncode, proc.stderr.decode(errors="replace"))
     return proc.stdout, proc.returncode
-
-
-@dataclass(frozen=True)
-class Identity:
-    name: str
-    email: str
-    date: str  # git's raw date form: "<unix seconds> <+hhmm>"
-
-    def env(self, role: str) -> dict[str, str]:
-        """Environment that makes git use this identity as AUTHOR or COMMITTER."""
-        return {f"GIT_{role}_NAME": self.name, f"GIT_{role}_EMAIL": self.email,
-                f"GIT_{role}_DATE": self.date}
 
 
 class ObjectReader:
