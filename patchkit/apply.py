@@ -393,24 +393,36 @@ class _FileLadder:
         if not own or start is None or base is None:
             return None
         pre = _lines(base.pre)
-        named = Sections(pre).named(h.section, start)
-        at = next((i for i in range(start - 1, -1, -1) if named in section_texts(pre[i])), None)
-        if at is None or self._scopes_of("pre", pre).scope_at(at) != own:
-            return None  # the section names a class or a label, not the function itself
-        replaced = next(((i1, i2, j1, j2) for i1, i2, j1, j2 in _differences(pre, self.lines) if i1 <= at < i2), None)
-        if replaced is None or replaced[1] - replaced[0] != 1 or replaced[3] - replaced[2] != 1:
-            return None  # the line is unchanged, or went with others around it
+        replaced = self._replaced_section_line(h, pre, start)
+        if replaced is None or self._scopes_of("pre", pre).scope_at(replaced[0]) != own:
+            return None  # not replaced, or the section names a class or a label, not the function
+        at, now = replaced
         if len(ladder.occurrences(h.old_lines, self.lines, self.index)) > \
                 len(ladder.occurrences(h.old_lines, pre, ladder.line_index(pre))):
             return None  # a split into twins, not a rename: which twin the diff calls renamed is chance
-        renamed = self._scopes_of("current", self.lines).scope_at(replaced[2]) or None
-        if renamed is not None and base.commit is not None:
-            why = self._not_renamed_upstream(base.commit, pre[at], self.lines[replaced[2]])
-            if why:
-                if why not in self.refusals.get(h.index, ""):
-                    self.refusals[h.index] = "; ".join(filter(None, [self.refusals.get(h.index), why]))
-                return None
+        renamed = self._scopes_of("current", self.lines).scope_at(now) or None
+        if renamed is not None and not self._rename_shown(h, base, pre[at], self.lines[now]):
+            return None
         return renamed
+
+    def _replaced_section_line(self, h: Hunk, pre: list[str], start: int) -> tuple[int, int] | None:
+        """(its line in PRE, the line in upstream's file) where the line H's section was written for,
+        above 0-based START in the base's pre-image PRE, is the one line upstream replaced there."""
+        named = Sections(pre).named(h.section, start)
+        at = next((i for i in range(start - 1, -1, -1) if named in section_texts(pre[i])), None) if named else None
+        replaced = next(((i1, i2, j1, j2) for i1, i2, j1, j2 in _differences(pre, self.lines)
+                         if at is not None and i1 <= at < i2), None)
+        if at is None or replaced is None or replaced[1] - replaced[0] != 1 or replaced[3] - replaced[2] != 1:
+            return None  # the line is unchanged, or went with others around it
+        return at, replaced[2]
+
+    def _rename_shown(self, h: Hunk, base: Base, old: str, new: str) -> bool:
+        """Whether upstream's history since the base shows line OLD renamed to NEW (`_not_renamed_upstream`;
+        without a base commit the difference alone decides); why not goes to H's refusal."""
+        why = self._not_renamed_upstream(base.commit, old, new) if base.commit is not None else None
+        if why and why not in self.refusals.get(h.index, ""):
+            self.refusals[h.index] = "; ".join(filter(None, [self.refusals.get(h.index), why]))
+        return why is None
 
     def _not_renamed_upstream(self, commit: str, old: str, new: str) -> str | None:
         """Why upstream's history since the base COMMIT shows no rename of line OLD into NEW."""
@@ -578,23 +590,13 @@ class _FileLadder:
 
     def _renamed_line(self, h: Hunk, base: Base) -> str | None:
         """The line that replaced the one H's section was written for, where upstream's history
-        shows a rename (`_not_renamed_upstream`); None otherwise."""
+        shows a rename; None otherwise."""
         pre = _lines(base.pre)
         starts = ladder.occurrences(h.old_lines, pre, ladder.line_index(pre))
-        named = Sections(pre).named(h.section, starts[0]) if len(starts) == 1 else None
-        at = next((i for i in range(starts[0] - 1, -1, -1) if named in section_texts(pre[i])), None) \
-            if named else None
-        replaced = next(((i1, i2, j1, j2) for i1, i2, j1, j2 in _differences(pre, self.lines)
-                         if at is not None and i1 <= at < i2), None)
-        if replaced is None or replaced[1] - replaced[0] != 1 or replaced[3] - replaced[2] != 1:
+        replaced = self._replaced_section_line(h, pre, starts[0]) if len(starts) == 1 else None
+        if replaced is None or not self._rename_shown(h, base, pre[replaced[0]], self.lines[replaced[1]]):
             return None
-        new = self.lines[replaced[2]]
-        if base.commit is None:
-            return new
-        why = self._not_renamed_upstream(base.commit, pre[at], new)
-        if why and why not in self.refusals.get(h.index, ""):
-            self.refusals[h.index] = "; ".join(filter(None, [self.refusals.get(h.index), why]))
-        return None if why else new
+        return self.lines[replaced[1]]
 
     def _adds_own_lines(self, added: list[str], at: int, there: str) -> bool:
         """Whether ADDED, which the merge inserted before 0-based line AT of upstream's file in
