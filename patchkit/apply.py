@@ -24,7 +24,8 @@ from patchkit import binary, git, ladder, testpoint
 from patchkit.errors import EnvironmentProblem, PatchkitError
 from patchkit.git import ObjectReader
 from patchkit.queue import FileChange, Hunk, Patch
-from patchkit.scopes import CppScopes, Sections, funcname_at, is_cpp, opened_by, section_texts, written_as
+from patchkit.scopes import (NOT_CODE, CppScopes, Sections, funcname_at, is_cpp, opened_by, section_texts,
+                             written_as)
 from patchkit.upstream import Mirror, Revision
 
 
@@ -349,7 +350,7 @@ class _FileLadder:
         """Where a candidate place is, and why it is not the hunk's own, if it is not."""
         if not h.section:
             return None  # nothing names the hunk's function: today's rules
-        if self.sections.named(h.section, start) is None:
+        if self.sections.named(h.section, start) is None and not self._moved_whole(h, start):
             here = funcname_at(self.lines, start)
             return f"`{here or 'the top of the file'}`", f"the patch names `{h.section}`"
         own = self._own_function(h)
@@ -359,6 +360,35 @@ class _FileLadder:
         if there != own:
             return f"`{there or 'file scope'}` (by a C++ parse)", f"the patch's own place is {_own(h, own)}"
         return None
+
+    def _moved_whole(self, h: Hunk, start: int) -> bool:
+        """Whether the pre-image found at 0-based START is the hunk's own place because its whole
+        function moved there unchanged (upstream reordered functions, or moved one with its
+        neighbours): in the base's pre-image, the lines from the section line at or above the
+        hunk's first change down to the next section line (less the blank and comment lines that
+        lead into it) occur once, and once in upstream's file, START where the hunk sits in them.
+        The section after `@@` names the line above the hunk, so a hunk that begins at its
+        function's first line names the function before it, wherever that one went. A twin that
+        slid into the place, a same-named variant whose body changed, a split into copies: none
+        keeps the whole function's lines, its name among them."""
+        base = self.base()
+        if base is None:
+            return False
+        pre = _lines(base.pre)
+        starts = ladder.occurrences(h.old_lines, pre, ladder.line_index(pre))
+        if len(starts) != 1:
+            return False
+        first = starts[0] + _anchor(h)
+        last = starts[0] + len(h.old_lines) - h.trailing_context - 1
+        top = next((i for i in range(first, -1, -1) if section_texts(pre[i])), None)
+        end = next((i for i in range(max(first, last) + 1, len(pre)) if section_texts(pre[i])), len(pre))
+        while end - 1 > max(first, last) and (not pre[end - 1].strip() or pre[end - 1].lstrip().startswith(NOT_CODE)):
+            end -= 1
+        if top is None:
+            return False
+        block = tuple(pre[top:end])
+        return ladder.occurrences(block, pre, ladder.line_index(pre)) == [top] and \
+            ladder.occurrences(block, self.lines, self.index) == [start - (starts[0] - top)]
 
     def _own_function(self, h: Hunk) -> str | None:
         """For C/C++: the scope around the hunk's place in its pre-image, when that is known."""
@@ -524,9 +554,12 @@ class _FileLadder:
         A hunk moved away from its recorded line may be a twin whose lines still match while its
         own site changed; the merge is the one witness of where the base's lines went, and one that
         conflicts does not say the new place is the old one (git am -3 keeps its `git apply`
-        offset, and puts the change into the twin)."""
+        offset, and puts the change into the twin). A function that moved whole is the other
+        witness (`_moved_whole`): a merge conflicts on every move, the moved lines being deleted
+        in one place and added in another."""
+        hunks = {h.index: h for h in self.fc.hunks}
         for index, v in list(self.verdicts.items()):
-            if v.verdict is Verdict.OFFSET:
+            if v.verdict is Verdict.OFFSET and not self._moved_whole(hunks[index], self.places[index].start):
                 self.verdicts[index] = replace(
                     v, verdict=Verdict.CONFLICT, offset=None,
                     detail=f"the line steps put it at line {v.actual_line}, but {why}, so that place "

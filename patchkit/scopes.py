@@ -28,7 +28,7 @@ _CPP_SKIP = re.compile(r"^[ \t]*[A-Za-z_][A-Za-z_0-9]*:\s*($|/[/*])")
 _CPP_FUNCNAME = re.compile(r"^(::\s*)?[A-Za-z_]")
 # git's `python` diff driver: a class or def, indented or not, named without its indent.
 _PYTHON_FUNCNAME = re.compile(r"^[ \t]*((class|(async[ \t]+)?def)[ \t].*)$")
-_NOT_CODE = ("//", "/*", "*", "#")
+NOT_CODE = ("//", "/*", "*", "#")
 _CUTS = (80, 40)  # git's cut, GNU diff's (bytes)
 # The files the C++ parse may veto a place in; all others (Objective-C, Metal, CMake, Python, shell)
 # have git's section rule and the 3-way cross-check only. tree-sitter-cpp misreads Objective-C: in
@@ -107,7 +107,7 @@ def opened_by(lines: list[str], start: int, section: str) -> str | None:
     deepest = None  # the least indent of the lines passed
     for i in range(min(start, len(lines)) - 1, -1, -1):
         text = lines[i].strip()
-        if not text or text.startswith(_NOT_CODE):
+        if not text or text.startswith(NOT_CODE):
             continue
         indent = len(lines[i]) - len(lines[i].lstrip())
         if section in written_as(text):
