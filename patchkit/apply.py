@@ -380,7 +380,7 @@ class _FileLadder:
             return False
         first = starts[0] + _anchor(h)
         last = starts[0] + len(h.old_lines) - h.trailing_context - 1
-        top = next((i for i in range(first, -1, -1) if section_texts(pre[i])), None)
+        top = self._opening_line(h, pre, starts[0], above=True)
         end = next((i for i in range(max(first, last) + 1, len(pre)) if section_texts(pre[i])), len(pre))
         while end - 1 > max(first, last) and (not pre[end - 1].strip() or pre[end - 1].lstrip().startswith(NOT_CODE)):
             end -= 1
@@ -389,6 +389,14 @@ class _FileLadder:
         block = tuple(pre[top:end])
         return ladder.occurrences(block, pre, ladder.line_index(pre)) == [top] and \
             ladder.occurrences(block, self.lines, self.index) == [start - (starts[0] - top)]
+
+    @staticmethod
+    def _opening_line(h: Hunk, pre: list[str], start: int, above: bool = False) -> int | None:
+        """The 0-based line of PRE that opens H's function, H's pre-image being at START there: the
+        last line a section rule names from H's first change up through its leading context
+        (ABOVE: on up through the lines above H too)."""
+        first = start + _anchor(h)
+        return next((i for i in range(first, -1 if above else start - 1, -1) if section_texts(pre[i])), None)
 
     def _own_function(self, h: Hunk) -> str | None:
         """For C/C++: the scope around the hunk's place in its pre-image, when that is known."""
@@ -436,10 +444,14 @@ class _FileLadder:
         return renamed
 
     def _replaced_section_line(self, h: Hunk, pre: list[str], start: int) -> tuple[int, int] | None:
-        """(its line in PRE, the line in upstream's file) where the line H's section was written for,
-        above 0-based START in the base's pre-image PRE, is the one line upstream replaced there."""
-        named = Sections(pre).named(h.section, start)
-        at = next((i for i in range(start - 1, -1, -1) if named in section_texts(pre[i])), None) if named else None
+        """(its line in PRE, the line in upstream's file) where the line that opens H's function, above
+        0-based START in the base's pre-image PRE, is the one line upstream replaced there. That line
+        is the one H's section was written for, or one among H's context above its first change: a
+        hunk that begins at its function's first line names the function before it."""
+        at = self._opening_line(h, pre, start)
+        if at is None:
+            named = Sections(pre).named(h.section, start)
+            at = next((i for i in range(start - 1, -1, -1) if named in section_texts(pre[i])), None) if named else None
         replaced = next(((i1, i2, j1, j2) for i1, i2, j1, j2 in _differences(pre, self.lines)
                          if at is not None and i1 <= at < i2), None)
         if at is None or replaced is None or replaced[1] - replaced[0] != 1 or replaced[3] - replaced[2] != 1:

@@ -39,11 +39,13 @@ RENAMED = HEAD + NEW + BODY + TAIL  # what upstream has at the target in every c
 
 
 def good_run_then_upstream(tmp_path: Path, history: list[tuple[str, str]], path: str = PATH,
-                           original: str = ORIGINAL, renamed: str = RENAMED):
-    """The patch applied (good, its commit kept as the base) at upstream's first commit; then
-    upstream's HISTORY (file content, message) committed, and the patch applied again there."""
+                           original: str = ORIGINAL, renamed: str = RENAMED,
+                           edit: tuple[str, str] = (SCHEDULED, SCHEDULED_ASYNC)):
+    """The patch (EDIT: a line and what it becomes) applied (good, its commit kept as the base) at
+    upstream's first commit; then upstream's HISTORY (file content, message) committed, and the
+    patch applied again there."""
     upstream = upstream_repo(tmp_path, {path: original, "README.md": "splits\n"})
-    (patch,) = make_patches(tmp_path, upstream, [("async-schedule", replace(path, SCHEDULED, SCHEDULED_ASYNC))])
+    (patch,) = make_patches(tmp_path, upstream, [("async-schedule", replace(path, *edit))])
     project = Project.load(write_project(tmp_path / "fork", str(upstream), [patch]))
     options = ApplyOptions(spec="upstream@HEAD", check=False)
     first = run_apply(project, options)
@@ -103,6 +105,28 @@ def test_a_rename_in_one_commit_stays_one_after_later_commits(tmp_path):
     assert result.verdict is Verdict.MERGED
     assert (project.output_dir / PATH).read_text() == RENAMED.replace(SCHEDULED, SCHEDULED_ASYNC)
 
+
+@pytest.mark.parametrize("history", ["copy, then delete", "rename"])
+def test_a_hunk_at_its_functions_first_line_is_told_renamed_or_copied_too(tmp_path, history):
+    """The patch's change is the function's second line: its hunk begins above the function's
+    first line, and its section names `helper`, the function before. The line that opens the
+    hunk's function is the one among its context, and the history decides as above."""
+    splits, splits_half = "    const int64_t n_splits = n_tokens / ctx.n_ubatch();\n", \
+        "    const int64_t n_splits = (n_tokens + 1) / ctx.n_ubatch();\n"
+    steps = [(HEAD + OLD + BODY + "\n" + NEW + BODY + TAIL, "ggml : compute_splits_f16, a copy for f16")] \
+        if history == "copy, then delete" else []
+    upstream, patch, project, report = good_run_then_upstream(
+        tmp_path, [*steps, (RENAMED, "ggml : compute_splits_f16 only")], edit=(splits, splits_half))
+    assert "@@ static int helper(int x) {" in patch.read_text()
+    (result,) = report.patches
+    if history == "rename":
+        assert result.verdict is Verdict.MERGED
+        assert (project.output_dir / PATH).read_text() == RENAMED.replace(splits, splits_half)
+        am = git_am_3(upstream, patch, tmp_path / "am")
+        assert am is not None and (am / PATH).read_text() == RENAMED.replace(splits, splits_half)
+    else:
+        assert result.verdict is Verdict.CONFLICT and "a copy, not a rename" in result.hunks[0].detail
+        assert (project.output_dir / PATH).read_text() == RENAMED
 
 
 @pytest.mark.parametrize("branch", ["copy, then delete", "rename"])
