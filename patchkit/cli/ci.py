@@ -23,7 +23,13 @@ DEFAULT_WORKFLOW = Path(".github/workflows/patchkit-nightly.yml")
 @ci_app.command("github")
 def github_command(
     backend: List[str] = typer.Option([], "--backend", "-b", metavar="NAME",
-                                      help="A recipe the build job builds (repeats; default: cpu)."),
+                                      help="A recipe a build job builds, in the recipe's ci: environment "
+                                           "(repeats; default: cpu)."),
+    runs_on: List[str] = typer.Option([], "--runs-on", metavar="BACKEND=LABEL",
+                                      help="Build BACKEND on the runner with LABEL (comma-separated labels: "
+                                           "all of them, e.g. self-hosted,gpu; repeats)."),
+    smoke: bool = typer.Option(False, "--smoke", help="Run `patchkit smoke` after each build on a Linux "
+                                                     "runner that can run it."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", metavar="FILE", show_default=False,
                                           help=f"Where to write the workflow (default: {DEFAULT_WORKFLOW} "
                                                "in the project)."),
@@ -36,26 +42,30 @@ def github_command(
                                            help="What pip installs as patchkit on the runners "
                                                 "(default: this version)."),
 ) -> None:
-    """Write the GitHub Actions workflow that runs `patchkit nightly` and builds its result.
+    """Write the GitHub Actions workflow that runs `patchkit nightly`, builds its result per backend and gives one verdict.
 
     Set the repository up once: Settings > Actions > General > "Allow GitHub Actions to create and approve pull requests", and a secret PATCHKIT_TOKEN (a PAT or an app token) so that the nightly's pull request triggers its own checks.
 
     Examples:\n
       patchkit ci github\n
-      patchkit ci github --backend cpu --backend vulkan\n
+      patchkit ci github --backend cpu --backend vulkan --smoke\n
+      patchkit ci github --backend cpu --backend cuda --runs-on cuda=gpu\n
       patchkit ci github -o .github/workflows/nightly.yml --force --cron '30 2 * * 1-5'
     """
     from patchkit.backends.recipe import default_recipes_dir, load_recipes, select
     from patchkit.fileio import atomic_write
-    from patchkit.ci.workflow import nightly_workflow
+    from patchkit.ci.workflow import ci_environments, nightly_workflow
     from patchkit.project import Project
     from patchkit.targets import Places, Target, check
 
     project = Project.find()
-    backends = [r.name for r in select(load_recipes(default_recipes_dir(project)), backend or ["cpu"])]
+    recipes = select(load_recipes(default_recipes_dir(project)), backend or ["cpu"])
+    labels = _runs_on(runs_on)
+    environments = ci_environments({r.name: r.ci for r in recipes}, labels)
     options = {"requirement": patchkit} if patchkit else {}
-    text = nightly_workflow(backends, cron=cron, python=python, branch=branch,
-                            cache=_runner_cache(project), **options)
+    text = nightly_workflow(environments, self_hosted=frozenset(labels), smoke=smoke, cron=cron, python=python,
+                            branch=branch, cache=_runner_cache(project), **options)
+    backends = list(environments)
     target = cwd_path(output) if output else project.root / DEFAULT_WORKFLOW
     check(target, Target.FILE, Places.of(project))  # a folder, an unwritable place, the queue: before anything
     if target.is_file() and not force:  # a FIFO or device is written through, never read
@@ -101,6 +111,16 @@ def pull_request_command(
         console().print(f"dry run: would have {verb} the pull request for {branch}", markup=False)
     else:
         console().print(f"{verb} pull request {action.target} for {branch}: {action.url}", markup=False)
+
+
+def _runs_on(pairs: List[str]) -> dict[str, str]:
+    labels: dict[str, str] = {}
+    for pair in pairs:
+        name, sep, label = pair.partition("=")
+        if not sep or not name or not label:
+            raise PatchkitError(f"--runs-on {pair!r}: expected BACKEND=LABEL", "e.g. --runs-on cuda=gpu")
+        labels[name] = label
+    return labels
 
 
 def _runner_cache(project: Project) -> str:
