@@ -38,7 +38,7 @@ SUMMARY_ARTIFACT = "patchkit-summary"
 TOKEN = "${{ secrets.PATCHKIT_TOKEN || github.token }}"
 # A job's own ccache, in its HOME (a container has another HOME than its runner; `~` follows it).
 CCACHE = "~/.cache/ccache"
-_BACKEND_RE = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+BACKEND_RE = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 _CRON_RE = re.compile(r"^\S+( \S+){4}$")
 _PYTHON_RE = re.compile(r"^[0-9]+\.[0-9]+$")
 _BRANCH_RE = re.compile(r"^(?!/|.*//|.*\.\.|.*/$|.*\.lock$)[A-Za-z0-9._/-]+$")
@@ -268,7 +268,7 @@ def _check(backends: Mapping[str, CiEnvironment], cron: str, python: str, branch
     if not backends:
         raise PatchkitError("no backend to build", "give --backend NAME at least once (e.g. --backend cpu)")
     for name in backends:
-        if not _BACKEND_RE.match(name):
+        if not BACKEND_RE.match(name):
             raise PatchkitError(f"backend {name!r} is not a recipe name", "use names from `patchkit recipes list`")
     if not _CRON_RE.match(cron):
         raise PatchkitError(f"--cron {cron!r} is not five cron fields", "e.g. --cron '17 3 * * *'")

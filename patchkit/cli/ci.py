@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
-from patchkit.cli.app import app, console, cwd_path
+from patchkit.cli.app import app, check_reports, console, cwd_path, warn
 from patchkit.cli.progress import progress_display
 from patchkit.errors import PatchkitError
 
@@ -111,6 +111,42 @@ def pull_request_command(
         console().print(f"dry run: would have {verb} the pull request for {branch}", markup=False)
     else:
         console().print(f"{verb} pull request {action.target} for {branch}: {action.url}", markup=False)
+
+
+@ci_app.command("summary")
+def summary_command(
+    reports: Path = typer.Argument(..., metavar="REPORTS",
+                                   help="The folder the workflow downloads every job's report to, one folder each."),
+    backend: List[str] = typer.Option([], "--backend", "-b", metavar="NAME",
+                                      help="A backend the workflow builds (repeats): one with no report failed."),
+    report_dir: Path = typer.Option(Path(".patchkit/summary"), "--report-dir", metavar="DIR",
+                                    help="Where report.json and report.md go."),
+    github_issues: bool = typer.Option(False, "--github-issues",
+                                       help="Open, update and close one GitHub issue per failing patch or backend."),
+) -> None:
+    """Gather a night's reports (the nightly job's, each build job's) into one verdict: the summary job of `ci github`'s workflow.
+
+    Writes report.json and report.md, appends the Markdown to $GITHUB_STEP_SUMMARY and `refresh=true|false` to $GITHUB_OUTPUT: true when the queue is good and every backend built, or failed on the unpatched upstream too. Exit 0 all good, 1 when anything needs a person.
+
+    Example:\n
+      patchkit ci summary reports --backend cpu --backend cuda --github-issues
+    """
+    from patchkit.ci.summary import Destinations, Rendered, gather, publish
+    from patchkit.project import Project
+    from patchkit.report import summary as render
+    from patchkit.report import to_json
+    from patchkit.report.nightly import finding_line
+
+    places = check_reports(Project.find_optional())
+    where = Destinations.check(cwd_path(report_dir), github_issues, places)
+    summary = gather(cwd_path(reports), list(dict.fromkeys(backend)))
+    rendered = Rendered(json=to_json("summary", summary), markdown=render.to_markdown(summary),
+                        findings={f.patch: finding_line(f) for f in summary.findings},
+                        backend_issues={b.name: render.backend_issue(b, summary) for b in summary.backends})
+    with progress_display("ci summary") as progress:
+        publish(summary, rendered, where, warn, progress)
+    render.render_terminal(summary, console())
+    raise typer.Exit(summary.exit_code)
 
 
 def _runs_on(pairs: List[str]) -> dict[str, str]:
