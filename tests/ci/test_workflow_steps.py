@@ -254,3 +254,11 @@ def test_the_nightly_cpu_and_summary_jobs_run_as_written(tmp_path, fake):
     assert fake.issues == {}
     step_summary = (tmp_path / "machines/summary/files/step-summary.md").read_text()
     assert step_summary.startswith("# patchkit night: good\n")
+
+    # The run proves something: the summary job with a typo in its command fails, and then
+    # neither pushes nor touches the pull request.
+    broken = yaml.safe_load((fork / WORKFLOW).read_text().replace("patchkit ci summary", "patchkit ci sumary"))
+    fake.log.clear()
+    runner.run_job("summary-with-a-typo", broken["jobs"]["summary"])
+    assert runner.results["summary-with-a-typo"] == "failure"
+    assert "no such command 'sumary'" in runner.logs[-1] and fake.log == []
