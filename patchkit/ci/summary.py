@@ -82,11 +82,12 @@ class NightSummary:
         return 0 if self.passed else 1
 
 
-def gather(folder: Path, backends: Sequence[str]) -> NightSummary:
-    """The night from FOLDER's artifacts: NIGHTLY_ARTIFACT/ and BUILD_ARTIFACT/ of each of BACKENDS."""
+def gather(folder: Path, backends: Sequence[str], smoked: Sequence[str] = ()) -> NightSummary:
+    """The night from FOLDER's artifacts: NIGHTLY_ARTIFACT/ and BUILD_ARTIFACT/ of each of BACKENDS;
+    SMOKED: those whose jobs run the smoke test after a good build (no report from it is a failure)."""
     if not folder.is_dir():
         raise PatchkitError(f"{folder}: no such folder", "give the folder the workflow downloads the reports to")
-    for name in backends:
+    for name in (*backends, *smoked):
         if not BACKEND_RE.match(name):
             raise PatchkitError(f"backend {name!r} is not a recipe name", "use names from `patchkit recipes list`")
     night = _read(folder / NIGHTLY_ARTIFACT / REPORT)
@@ -102,7 +103,7 @@ def gather(folder: Path, backends: Sequence[str]) -> NightSummary:
         markdown = (folder / NIGHTLY_ARTIFACT / "report.md").read_text(encoding="utf-8", errors="replace")
     except OSError:
         markdown = ""
-    gathered = tuple(_backend(folder / BUILD_ARTIFACT.format(b), b) if state == "good"
+    gathered = tuple(_backend(folder / BUILD_ARTIFACT.format(b), b, b in smoked) if state == "good"
                      else Backend(b, NOT_BUILT, None, None, "not built: the night needs attention first")
                      for b in backends)
     return NightSummary(state, apply["upstream_commit"], patches, gathered, findings, markdown)
@@ -122,7 +123,7 @@ def _finding(data: Mapping[str, Any]) -> Finding:
     return Finding(**{**data, "culprit": Culprit(**culprit) if culprit else None})
 
 
-def _backend(folder: Path, name: str) -> Backend:
+def _backend(folder: Path, name: str, smoked: bool) -> Backend:
     report = _read(folder / REPORT)
     if report is None:
         return Backend(name, NO_REPORT, None, None, "its job left no report: it failed before the build "
@@ -133,7 +134,7 @@ def _backend(folder: Path, name: str) -> Backend:
         return Backend(name, "not-run", None, None, "not built: " + _first_warning(report))
     blame = next((b for b in report.get("build_blame", []) if b["backend"] == name), None)
     smoke = _read(folder / SMOKE)
-    passed = None if smoke is None else bool(smoke.get("passed"))
+    passed = bool(smoke.get("passed")) if smoke is not None else False if smoked else None
     status = result["status"]
     if status == "failed":
         fault = blame["fault"] if blame else "unknown"
@@ -142,7 +143,8 @@ def _backend(folder: Path, name: str) -> Backend:
     if status != "ok":
         return Backend(name, status, None, passed, result.get("reason") or status)
     if passed is False:
-        return Backend(name, status, None, passed, "the smoke test failed: " + (smoke.get("detail") or "see smoke.json"))
+        why = "it left no report (see the job's log)" if smoke is None else smoke.get("detail") or "see smoke.json"
+        return Backend(name, status, None, passed, f"the smoke test failed: {why}")
     return Backend(name, status, None, passed, "built" + (" and passed the smoke test" if passed else ""))
 
 

@@ -109,11 +109,12 @@ def nightly_workflow(backends: Mapping[str, CiEnvironment], *, self_hosted: froz
         ],
     }
     jobs: dict[str, Any] = {"nightly": nightly_job}
+    smoked = [name for name, ci in backends.items() if smoke and _smoke_skipped(name, ci, name in self_hosted) is None]
     for name, ci in backends.items():
         jobs[_job_id(name)] = _build_job(name, ci, smoke=smoke, self_hosted=name in self_hosted,
                                          python=python, mirror=mirror, requirement=requirement)
     gather = " ".join(["patchkit ci summary", REPORTS, *(f"--backend {name}" for name in backends),
-                       f"--report-dir {SUMMARY_DIR} --github-issues"])
+                       *(f"--smoke {name}" for name in smoked), f"--report-dir {SUMMARY_DIR} --github-issues"])
     summary_job = {
         "name": "One verdict for the night",
         "needs": list(jobs),
@@ -172,7 +173,6 @@ def _upload(name: str, path: str) -> dict[str, Any]:
 def _build_job(name: str, ci: CiEnvironment, *, smoke: bool, self_hosted: bool, python: str,
                mirror: dict[str, str], requirement: str) -> dict[str, Any]:
     labels = ci.runs_on.split(",")
-    macos = any(label.lower().startswith("macos") for label in labels)
     packages = " ".join(["ccache", *ci.packages])
     steps: list[dict[str, Any]] = []
     if ci.container:
@@ -210,7 +210,10 @@ def _build_job(name: str, ci: CiEnvironment, *, smoke: bool, self_hosted: bool, 
          "run": build},
     ]
     if smoke:
-        steps.append(_smoke_step(name, ci, macos=macos, self_hosted=self_hosted))
+        why = _smoke_skipped(name, ci, self_hosted)
+        steps.append({"name": "Smoke test", "run": 'patchkit smoke --backend "$BACKEND" --json "$REPORTS/smoke.json"'}
+                     if why is None else
+                     {"name": "Smoke test (not run)", "run": f'echo "::notice::patchkit smoke not run on {name}: {why}"'})
     steps += [
         {"name": "Save ccache", "if": "always()", "uses": "actions/cache/save@v4",
          "with": {"path": CCACHE, "key": ccache["key"]}},
@@ -227,15 +230,13 @@ def _build_job(name: str, ci: CiEnvironment, *, smoke: bool, self_hosted: bool, 
     return job
 
 
-def _smoke_step(name: str, ci: CiEnvironment, *, macos: bool, self_hosted: bool) -> dict[str, Any]:
-    """`patchkit smoke` where it can run; elsewhere a notice that says why not."""
-    if macos:
-        why = "its interposer is glibc's LD_PRELOAD (Linux only)"
-    elif ci.gpu and not self_hosted:
-        why = f"hosted runners have no GPU for {name} (--runs-on {name}=LABEL for a runner with one)"
-    else:
-        return {"name": "Smoke test", "run": 'patchkit smoke --backend "$BACKEND" --json "$REPORTS/smoke.json"'}
-    return {"name": "Smoke test (not run)", "run": f'echo "::notice::patchkit smoke not run on {name}: {why}"'}
+def _smoke_skipped(name: str, ci: CiEnvironment, self_hosted: bool) -> str | None:
+    """Why `patchkit smoke` cannot run in NAME's job; None where it can."""
+    if any(label.lower().startswith("macos") for label in ci.runs_on.split(",")):
+        return "its interposer is glibc's LD_PRELOAD (Linux only)"
+    if ci.gpu and not self_hosted:
+        return f"hosted runners have no GPU for {name} (--runs-on {name}=LABEL for a runner with one)"
+    return None
 
 
 # Tonight's upstream commit, for the build jobs: reached only after a good night (bash -e).

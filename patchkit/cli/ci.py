@@ -119,6 +119,8 @@ def summary_command(
                                    help="The folder the workflow downloads every job's report to, one folder each."),
     backend: List[str] = typer.Option([], "--backend", "-b", metavar="NAME",
                                       help="A backend the workflow builds (repeats): one with no report failed."),
+    smoke: List[str] = typer.Option([], "--smoke", metavar="NAME",
+                                    help="A backend whose job runs the smoke test after its build (repeats)."),
     report_dir: Path = typer.Option(Path(".patchkit/summary"), "--report-dir", metavar="DIR",
                                     help="Where report.json and report.md go."),
     github_issues: bool = typer.Option(False, "--github-issues",
@@ -139,7 +141,7 @@ def summary_command(
 
     places = check_reports(Project.find_optional())
     where = Destinations.check(cwd_path(report_dir), github_issues, places)
-    summary = gather(cwd_path(reports), list(dict.fromkeys(backend)))
+    summary = gather(cwd_path(reports), list(dict.fromkeys(backend)), smoke)
     rendered = Rendered(json=to_json("summary", summary), markdown=render.to_markdown(summary),
                         findings={f.patch: finding_line(f) for f in summary.findings},
                         backend_issues={b.name: render.backend_issue(b, summary) for b in summary.backends})

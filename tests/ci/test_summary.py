@@ -41,8 +41,9 @@ def artifacts(root: Path, night: dict | None, builds: dict[str, dict | None]) ->
     return folder
 
 
-def summarize(root: Path, *backends: str, env: dict[str, str] | None = None, issues: bool = False):
-    args = [a for b in backends for a in ("--backend", b)]
+def summarize(root: Path, *backends: str, env: dict[str, str] | None = None, issues: bool = False,
+              smoked: tuple[str, ...] = ()):
+    args = [a for b in backends for a in ("--backend", b)] + [a for b in smoked for a in ("--smoke", b)]
     out = root / "output.txt"
     step = root / "step-summary.md"
     proc = run_cli("ci", "summary", "reports", *args, "--report-dir", "summary", *(["--github-issues"] if issues else []),
@@ -90,6 +91,19 @@ def test_a_backend_broken_by_upstream_alone_does_not_hold_the_refresh_back(tmp_p
     proc, report, output = summarize(tmp_path / "lost", "cpu", "cuda", "vulkan")  # vulkan: no folder at all
     assert proc.returncode == 1 and output == "refresh=false\n"
     assert [b["status"] for b in report["backends"]] == ["ok", "no-report", "no-report"]
+
+
+def test_a_smoke_test_that_failed_or_left_no_report_holds_the_refresh_back(tmp_path):
+    cpu = nightly_report({"a.patch": "clean"}, builds={"cpu": {"status": "ok"}})
+    blas = nightly_report({"a.patch": "clean"}, builds={"blas": {"status": "ok"}})
+    folder = artifacts(tmp_path, nightly_report({"a.patch": "clean"}), {"cpu": cpu, "blas": blas})
+    (folder / "patchkit-build-cpu/smoke.json").write_text(json.dumps(
+        {"schema": 1, "kind": "smoke", "passed": False, "detail": "the flag missed a save"}))
+    proc, report, output = summarize(tmp_path, "cpu", "blas", smoked=("cpu", "blas"))
+    assert proc.returncode == 1 and output == "refresh=false\n"
+    assert [(b["smoke"], b["detail"]) for b in report["backends"]] == [
+        (False, "the smoke test failed: the flag missed a save"),
+        (False, "the smoke test failed: it left no report (see the job's log)")]
 
 
 def test_a_bad_night_builds_nothing_and_a_lost_nightly_is_said(tmp_path):

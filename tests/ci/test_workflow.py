@@ -157,6 +157,9 @@ def test_every_backend_builds_in_its_recipes_environment_with_the_smoke_test(tmp
 
     cpu = steps_by_name(jobs["build-cpu"])
     assert cpu["Smoke test"]["run"] == 'patchkit smoke --backend "$BACKEND" --json "$REPORTS/smoke.json"'
+    # The summary knows whose smoke test ran: one that left no report failed.
+    gather = steps_by_name(jobs["summary"])["Gather the night"]["run"]
+    assert " --smoke cpu --report-dir" in gather and "--smoke cuda" not in gather
     names = list(cpu)
     assert names.index("Apply at the nightly's commit and build") < names.index("Smoke test") < names.index("Save ccache")
 
