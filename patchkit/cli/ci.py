@@ -49,7 +49,7 @@ def github_command(
     Examples:\n
       patchkit ci github\n
       patchkit ci github --backend cpu --backend vulkan --smoke\n
-      patchkit ci github --backend cpu --backend cuda --runs-on cuda=gpu\n
+      patchkit ci github --backend cpu --backend cuda --runs-on cuda=self-hosted,gpu\n
       patchkit ci github -o .github/workflows/nightly.yml --force --cron '30 2 * * 1-5'
     """
     from patchkit.backends.recipe import default_recipes_dir, load_recipes, select
@@ -156,7 +156,7 @@ def _runs_on(pairs: List[str]) -> dict[str, str]:
     for pair in pairs:
         name, sep, label = pair.partition("=")
         if not sep or not name or not label:
-            raise PatchkitError(f"--runs-on {pair!r}: expected BACKEND=LABEL", "e.g. --runs-on cuda=gpu")
+            raise PatchkitError(f"--runs-on {pair!r}: expected BACKEND=LABEL", "e.g. --runs-on cuda=self-hosted,gpu")
         labels[name] = label
     return labels
 
