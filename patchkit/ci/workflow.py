@@ -219,15 +219,14 @@ def _build_job(name: str, ci: CiEnvironment, *, smoke: bool, self_hosted: bool, 
          "with": {"path": CCACHE, "key": ccache["key"]}},
         _upload(BUILD_ARTIFACT.format(name), BUILD_REPORT_DIR),
     ]
-    job: dict[str, Any] = {"name": f"Build {name}", "needs": "nightly", "runs-on": labels[0] if len(labels) == 1 else labels}
-    if ci.container:
-        job["container"] = ci.container
-    job["permissions"] = {"contents": "read"}
-    job["env"] = {"BACKEND": name, "REPORTS": BUILD_REPORT_DIR, **ci.environment}
     # CCACHE_DIR from HOME, which env: cannot expand; ccache's own default differs on macOS.
-    job["steps"] = [{"name": "Use the job's own ccache", "run": 'echo "CCACHE_DIR=$HOME/.cache/ccache" >> "$GITHUB_ENV"'},
-                    *steps]
-    return job
+    ccache_dir = {"name": "Use the job's own ccache",
+                  "run": f'echo "CCACHE_DIR={CCACHE.replace("~", "$HOME", 1)}" >> "$GITHUB_ENV"'}
+    return {"name": f"Build {name}", "needs": "nightly", "runs-on": labels[0] if len(labels) == 1 else labels,
+            **({"container": ci.container} if ci.container else {}),
+            "permissions": {"contents": "read"},
+            "env": {"BACKEND": name, "REPORTS": BUILD_REPORT_DIR, **ci.environment},
+            "steps": [ccache_dir, *steps]}
 
 
 def _smoke_skipped(name: str, ci: CiEnvironment, self_hosted: bool) -> str | None:
