@@ -134,11 +134,20 @@ def test_one_issue_per_failing_patch_and_backend_whose_markers_never_collide(tmp
 
     night2 = tmp_path / "night2"
     night2.mkdir()
-    artifacts(night2, nightly_report({"cuda": "conflict"}), {})
+    bad = nightly_report({"cuda": "conflict"})
+    bad["findings"] = [{"patch": "cuda", "kind": "broke", "probes": 3, "reused": 0, "candidates": 4, "bound": 4,
+                        "monotonic": True, "parent_good": True, "blocked_by": None, "applied_upstream": None,
+                        "detail": "conflict", "culprit": {
+                            "commit": "f" * 40, "subject": "server : rework checkpoints (#4242)",
+                            "author": "Up Stream <up@example.org>", "date": "2026-11-30T10:00:00+00:00",
+                            "pull": 4242, "url": None, "pull_url": None}}]
+    artifacts(night2, bad, {})
     proc, _, _ = summarize(night2, "cuda", env=env, issues=True)
     assert proc.returncode == 1, proc.stderr
     assert [(i["title"], i["state"]) for i in fake.issues.values()] == [
         ("Nightly: backend cuda is broken by the queue", "open"), ("Nightly: patch cuda is conflict", "open")]
+    # The patch's issue names the upstream commit the nightly's bisect found, as the nightly's own would.
+    assert "cuda: broke by ffffffffffff server : rework checkpoints" in fake.issues[2]["body"]
 
     night3 = tmp_path / "night3"
     night3.mkdir()
