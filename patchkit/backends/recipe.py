@@ -4,6 +4,10 @@ patchkit ships a recipe for each backend it knows (the repository's top-level `r
 package `patchkit.recipes` once installed); a project's `recipes/NAME.yaml` overrides the shipped
 one of that name or adds a backend. A bad recipe fails with the file and the key path (exit 2),
 before anything is probed or built.
+
+A recipe's optional `ci:` section says where the backend builds in CI (`patchkit ci github`): the
+runner, a container image, packages and their package manager, setup commands, a script the build
+step sources, environment. A project recipe without one takes the shipped recipe's of its name.
 """
 
 from __future__ import annotations
@@ -39,6 +43,28 @@ _NO_NUL = "^[^\\x00]*$"
 _VALUES = {"type": "object", "propertyNames": _NAME,
            "additionalProperties": {**_SCALAR, "pattern": _NO_NUL}}  # pattern: strings only
 
+PackageManager = Literal["apt", "brew"]
+PACKAGE_MANAGERS: tuple[PackageManager, ...] = ("apt", "brew")
+# A runner label or an image goes into the workflow's YAML as one plain word.
+_LABEL = {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9._:/@+-]*$"}
+
+_CI_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["runs-on"],
+    "properties": {
+        "runs-on": _LABEL,  # a GitHub-hosted runner label (a container needs a Linux one)
+        "container": _LABEL,  # an image the job runs in: no sudo there, and git may be missing
+        "packages": {"type": "array", "items": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9.+_-]*$"}},
+        "package-manager": {"enum": list(PACKAGE_MANAGERS)},
+        "setup": _STRINGS,  # shell commands, after the packages, before the build
+        "source": {"type": "string", "minLength": 1},  # sourced in the build's own step (oneAPI's setvars.sh)
+        "environment": _VALUES,
+        # The build runs anywhere, its binaries need the GPU: smoke-tested only on a runner --runs-on gives.
+        "gpu": {"type": "boolean"},
+    },
+}
+
 _REQUIREMENT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
@@ -68,6 +94,7 @@ RECIPE_SCHEMA: dict[str, Any] = {
         "requires": {"type": "array", "items": _REQUIREMENT_SCHEMA},
         # Relative to the tree: whose `find_package(... CONFIG REQUIRED)` lines are probed too.
         "cmake-lists": {"type": "string", "minLength": 1},
+        "ci": _CI_SCHEMA,
     },
 }
 
@@ -88,6 +115,20 @@ class Requirement:
 
 
 @dataclass(frozen=True)
+class CiEnvironment:
+    """Where a backend builds in CI: see _CI_SCHEMA."""
+
+    runs_on: str
+    container: str | None = None
+    packages: tuple[str, ...] = ()
+    package_manager: PackageManager = "apt"
+    setup: tuple[str, ...] = ()
+    source: str | None = None
+    environment: Mapping[str, str] = field(default_factory=dict)
+    gpu: bool = False
+
+
+@dataclass(frozen=True)
 class Recipe:
     name: str
     path: Path
@@ -101,6 +142,7 @@ class Recipe:
     cmake_lists: str | None = None  # see RECIPE_SCHEMA
     source: RecipeSource = "project"
     overrides: bool = False  # a project recipe that replaces the shipped one of its name
+    ci: CiEnvironment | None = None  # None: no CI environment (`ci github` refuses it without --runs-on)
 
 
 def shipped_recipes_dir() -> Path:
@@ -130,7 +172,10 @@ def load_recipes(project_dir: Path | None = None) -> dict[str, Recipe]:
     # Run inside patchkit's own repository, the project's recipes are the shipped ones.
     if project_dir is not None and project_dir.is_dir() and not _same(project_dir, shipped_dir):
         for path in project_dir.glob("*.yaml"):
-            recipes[path.stem] = replace(load_recipe(path), overrides=path.stem in recipes)
+            recipe, shipped = load_recipe(path), recipes.get(path.stem)
+            # Where a backend builds in CI rarely changes with its options: kept unless replaced.
+            ci = recipe.ci if recipe.ci is not None or shipped is None else shipped.ci
+            recipes[path.stem] = replace(recipe, overrides=shipped is not None, ci=ci)
     return dict(sorted(recipes.items()))
 
 
@@ -152,6 +197,7 @@ def load_recipe(path: Path, source: RecipeSource = "project") -> Recipe:
         requires=tuple(_requirement(path, i, r) for i, r in enumerate(data.get("requires") or [])),
         cmake_lists=data.get("cmake-lists"),
         source=source,
+        ci=_ci(data["ci"]) if "ci" in data else None,
     )
 
 
@@ -205,6 +251,19 @@ def _validate(path: Path, data: object) -> None:
         raise PatchkitError(f"{path}: unknown key '{unknown}'",
                             f"known keys here: {', '.join(sorted(known))}")
     raise PatchkitError(f"{path}: key '{key}': {err.message}")
+
+
+def _ci(data: dict[str, Any]) -> CiEnvironment:
+    return CiEnvironment(
+        runs_on=data["runs-on"],
+        container=data.get("container"),
+        packages=tuple(data.get("packages", ())),
+        package_manager=data.get("package-manager", "apt"),
+        setup=tuple(data.get("setup", ())),
+        source=data.get("source"),
+        environment={k: cmake_value(v) for k, v in (data.get("environment") or {}).items()},
+        gpu=data.get("gpu", False),
+    )
 
 
 def _requirement(path: Path, index: int, data: dict[str, Any]) -> Requirement:

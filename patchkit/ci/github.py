@@ -1,7 +1,9 @@
-"""GitHub's REST API for the nightly job: one issue per failing patch, and the refresh pull request.
+"""GitHub's REST API for the nightly job: one issue per failing patch or backend, and the refresh
+pull request.
 
-Issues are found by a label and a hidden marker in their body, listing the open issues with that
-label: the search API lags behind writes by minutes and has its own tight rate limit, so a
+Issues are found by a label and a hidden marker in their body (`<!-- patchkit:patch=NAME -->`,
+`<!-- patchkit:backend=NAME -->`: the kind is in the marker, so no name of one kind can be taken
+for the other), listing the open issues with that label: the search API lags behind writes by minutes and has its own tight rate limit, so a
 re-run would open duplicates. Without a token nothing is sent; what would be sent is printed.
 """
 
@@ -23,8 +25,8 @@ from patchkit.errors import EnvironmentProblem, PatchkitError
 DEFAULT_API = "https://api.github.com"
 LABEL = "patchkit-nightly"
 LABEL_COLOR = "d93f0b"
-_MARKER = "<!-- patchkit:patch={} -->"
-_MARKER_RE = re.compile(r"<!-- patchkit:patch=(.+?) -->")
+_MARKER = "<!-- patchkit:{}={} -->"
+_MARKER_RE = re.compile(r"<!-- patchkit:(patch|backend)=(.+?) -->")
 _REPOSITORY_RE = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 _BODY_LIMIT = 65_000  # GitHub refuses bodies over 65,536 characters
 _MAX_BACKOFF = 60.0
@@ -35,6 +37,7 @@ DEADLINE_VARIABLE = "PATCHKIT_GITHUB_DEADLINE"
 _MAX_RATE_LIMIT_WAIT = 300.0
 
 ActionKind = Literal["open-issue", "update-issue", "close-issue", "open-pr", "update-pr"]
+SubjectKind = Literal["patch", "backend"]
 
 
 @dataclass(frozen=True)
@@ -76,11 +79,19 @@ def _seconds(environ: Mapping[str, str], name: str, default: float) -> float:
 
 
 @dataclass(frozen=True)
-class PatchProblem:
-    """What the nightly says about one failing patch; the body is rendered by the caller."""
+class Subject:
+    """What an issue is about: a patch (its file name in patches/) or a backend (its recipe's name)."""
 
-    patch: str  # file name in patches/
-    verdict: str
+    kind: SubjectKind
+    name: str
+
+
+@dataclass(frozen=True)
+class Problem:
+    """What the night says about one failing patch or backend; the body is rendered by the caller."""
+
+    subject: Subject
+    verdict: str  # the title's end: "conflict", "broken by upstream"
     summary: str  # one line
     body_markdown: str
 
@@ -90,7 +101,7 @@ class Action:
     """One thing done on GitHub or, in a dry run, that would have been done."""
 
     kind: ActionKind
-    subject: str  # the patch, or the pull request's branch
+    subject: str  # the patch's or backend's name, or the pull request's branch
     target: str | None  # "#12"; None when a dry run cannot know the number
     url: str | None
     dry_run: bool = False
@@ -142,29 +153,30 @@ class GitHub:
 
     # -- issues ---------------------------------------------------------------------------------
 
-    def sync_issues(self, problems: Sequence[PatchProblem], good_patches: Sequence[str],
+    def sync_issues(self, problems: Sequence[Problem], good: Sequence[Subject],
                     run_url: str | None) -> list[Action]:
-        """Open or update one issue per failing patch; close those whose patch is good again.
+        """Open or update one issue per failing patch or backend; close those of the GOOD ones.
 
-        Patches in neither list (not evaluated tonight) keep their issues as they are.
+        Subjects in neither list (not evaluated tonight) keep their issues as they are.
         """
-        open_issues: dict[str, list[dict[str, Any]]] = {}
+        open_issues: dict[Subject, list[dict[str, Any]]] = {}
         for issue in self._open_issues():
             match = _MARKER_RE.search(issue.get("body") or "")
             if match:
-                open_issues.setdefault(match.group(1), []).append(issue)
+                open_issues.setdefault(Subject(match.group(1), match.group(2)), []).append(issue)
         actions = []
         label_ready = False
         for problem in problems:
-            title = f"Nightly: patch {problem.patch} is {problem.verdict}"
+            subject = problem.subject
+            title = f"Nightly: {subject.kind} {subject.name} is {problem.verdict}"
             body = _issue_body(problem, run_url)
-            existing = open_issues.get(problem.patch)
+            existing = open_issues.get(subject)
             if existing:
                 # Duplicates made by hand stay as they are: the oldest one is the record.
                 issue = min(existing, key=lambda i: i["number"])
                 data = self._send("PATCH", f"{self._repo}/issues/{issue['number']}",
                                   {"title": title, "body": body})
-                actions.append(self._action("update-issue", problem.patch, data or issue))
+                actions.append(self._action("update-issue", subject.name, data or issue))
                 continue
             if not label_ready:
                 self._ensure_label()
@@ -176,21 +188,22 @@ class GitHub:
                 raise PatchkitError(f"GitHub opened issue #{data['number']} in {self.config.repository} "
                                     f"without the label {LABEL}",
                                     "give the token 'issues: write' (triage) permission")
-            actions.append(self._action("open-issue", problem.patch, data))
+            actions.append(self._action("open-issue", subject.name, data))
         where = f" in [the nightly run]({run_url})" if run_url else ""
-        for patch in dict.fromkeys(good_patches):
-            for issue in open_issues.get(patch, []):
+        for subject in dict.fromkeys(good):
+            again = ("applies and passes its checks again" if subject.kind == "patch" else "builds again")
+            for issue in open_issues.get(subject, []):
                 path = f"{self._repo}/issues/{issue['number']}"
                 self._send("POST", f"{path}/comments",
-                           {"body": f"Patch `{patch}` applies and passes its checks again{where}. Closing."})
+                           {"body": f"{subject.kind.capitalize()} `{subject.name}` {again}{where}. Closing."})
                 data = self._send("PATCH", path, {"state": "closed", "state_reason": "completed"})
-                actions.append(self._action("close-issue", patch, data or issue))
+                actions.append(self._action("close-issue", subject.name, data or issue))
         return actions
 
     def _open_issues(self) -> list[dict[str, Any]]:
         if self.dry_run:
             self._say(f"dry run (no GITHUB_TOKEN): open {LABEL} issues not listed, every failing patch "
-                      "counts as new")
+                      "or backend counts as new")
             return []
         issues: list[dict[str, Any]] = []
         url: str | None = f"{self.config.api}{self._repo}/issues"
@@ -214,7 +227,7 @@ class GitHub:
         if self._request("GET", f"{self.config.api}{path}", missing_ok=True).status == 404:
             self._send("POST", f"{self._repo}/labels",
                        {"name": LABEL, "color": LABEL_COLOR,
-                        "description": "A patch that patchkit's nightly rebase could not carry"})
+                        "description": "A patch or backend that patchkit's nightly could not carry"})
 
     # -- pull requests --------------------------------------------------------------------------
 
@@ -318,9 +331,9 @@ class GitHub:
                             f"check the repository {repository} and the request")
 
 
-def _issue_body(problem: PatchProblem, run_url: str | None) -> str:
+def _issue_body(problem: Problem, run_url: str | None) -> str:
     seen = f"\n\n---\nLast seen in [this nightly run]({run_url})." if run_url else ""
-    return _clip(f"{_MARKER.format(problem.patch)}\n**{problem.summary}**\n\n{problem.body_markdown}{seen}")
+    return _clip(f"{_MARKER.format(problem.subject.kind, problem.subject.name)}\n**{problem.summary}**\n\n{problem.body_markdown}{seen}")
 
 
 def _clip(body: str) -> str:

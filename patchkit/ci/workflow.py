@@ -1,104 +1,158 @@
-"""The GitHub Actions workflow that runs `patchkit nightly` and builds its result.
+"""The GitHub Actions workflow that runs `patchkit nightly`, builds its result per backend, and
+gives one verdict for the night.
 
-Two jobs: `nightly` alone talks to the API and moves the lock (so parallel jobs never race on
-it); `build`, a matrix over the chosen recipes, builds what the nightly left. Caches are keyed by
-run id and restored by prefix, because a cache key, once saved, can never be overwritten.
+Three kinds of job. `nightly` applies, checks and refreshes with read-only permissions and no
+token, and hands its reports, refreshed patches and lock on as an artifact. One `build-BACKEND`
+job per backend, each in its recipe's CI environment (`ci:`: runner, container, packages, setup),
+applies the queue at the upstream commit the nightly applied and builds it (`patchkit nightly
+--build`, which builds the unpatched commit too when the build fails, to say whose fault it is),
+then smoke-tests it where it can run. `summary` (`if: always()`) alone holds the write permissions
+and the token: it gathers every report into one (`patchkit ci summary`), keeps the GitHub issues,
+and pushes the refresh and opens its pull request when the night allows it.
+
+Caches are keyed by run id and restored by prefix, because a cache key, once saved, can never be
+overwritten.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any, Sequence
+from dataclasses import replace
+from typing import Any, Mapping
 
 import yaml
 
 from patchkit import __version__
+from patchkit.backends.recipe import CiEnvironment
 from patchkit.errors import PatchkitError
 
 DEFAULT_CRON = "17 3 * * *"  # off the hour: GitHub delays or drops runs scheduled at :00
 DEFAULT_CACHE = "~/.cache/patchkit"  # patchkit's cache on a runner (XDG_CACHE_HOME is unset there)
 REPORT_DIR = ".patchkit/nightly"  # git-ignored, like all of .patchkit/
+BUILD_REPORT_DIR = ".patchkit/build"
+SUMMARY_DIR = ".patchkit/summary"
+REPORTS = "reports"  # where the summary job downloads every artifact, one folder each
+NIGHTLY_ARTIFACT = "patchkit-nightly"
+BUILD_ARTIFACT = "patchkit-build-{}"
+SUMMARY_ARTIFACT = "patchkit-summary"
 TOKEN = "${{ secrets.PATCHKIT_TOKEN || github.token }}"
-_BACKEND_RE = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+# A job's own ccache, in its HOME (a container has another HOME than its runner; `~` follows it).
+CCACHE = "~/.cache/ccache"
+BACKEND_RE = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 _CRON_RE = re.compile(r"^\S+( \S+){4}$")
 _PYTHON_RE = re.compile(r"^[0-9]+\.[0-9]+$")
 _BRANCH_RE = re.compile(r"^(?!/|.*//|.*\.\.|.*/$|.*\.lock$)[A-Za-z0-9._/-]+$")
+_LABELS_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(,[A-Za-z0-9][A-Za-z0-9._-]*)*$")
 
 
-def nightly_workflow(backends: Sequence[str], *, cron: str = DEFAULT_CRON, python: str = "3.11",
+def ci_environments(recipes: Mapping[str, CiEnvironment | None],
+                    runs_on: Mapping[str, str]) -> dict[str, CiEnvironment]:
+    """Each backend's CI environment: its recipe's, on the runner RUNS_ON gives where it gives one.
+    A backend with neither is refused by name, as is a RUNS_ON for a backend not built. A label may
+    be several, comma-separated: a runner must have them all (`self-hosted,gpu`)."""
+    stray = [name for name in runs_on if name not in recipes]
+    if stray:
+        raise PatchkitError(f"--runs-on {stray[0]}=...: {stray[0]} is not a backend this workflow builds",
+                            f"add --backend {stray[0]}, or drop the --runs-on")
+    for name, label in runs_on.items():
+        if not _LABELS_RE.match(label):
+            raise PatchkitError(f"--runs-on {name}={label!r}: not a runner label",
+                                "e.g. --runs-on cuda=self-hosted,gpu")
+    missing = [name for name, ci in recipes.items() if ci is None and name not in runs_on]
+    if missing:
+        raise PatchkitError(f"backend {', '.join(missing)} has no CI environment (no ci: section in its recipe)",
+                            f"add a ci: section to recipes/{missing[0]}.yaml, or give --runs-on "
+                            f"{missing[0]}=LABEL for a runner that has its toolchain")
+    environments = {}
+    for name, ci in recipes.items():
+        label = runs_on.get(name)
+        if ci is None:
+            environments[name] = CiEnvironment(runs_on=str(label))
+        else:
+            environments[name] = ci if label is None else replace(ci, runs_on=label)
+    return environments
+
+
+def nightly_workflow(backends: Mapping[str, CiEnvironment], *, self_hosted: frozenset[str] = frozenset(),
+                     smoke: bool = False, cron: str = DEFAULT_CRON, python: str = "3.11",
                      branch: str = "patchkit/refresh", cache: str = DEFAULT_CACHE,
                      requirement: str = f"patchkit=={__version__}") -> str:
-    """The workflow file's text. CACHE is patchkit's cache folder on the runner (the mirror);
-    REQUIREMENT is what pip installs as patchkit."""
+    """The workflow file's text. BACKENDS: name -> where it builds (`ci_environments`);
+    SELF_HOSTED: those on a runner --runs-on gave (one with the GPU its backend needs); SMOKE:
+    `patchkit smoke` after each build that can run here; CACHE: patchkit's cache folder on the
+    runners (the mirror); REQUIREMENT: what pip installs as patchkit."""
     _check(backends, cron, python, branch, requirement)
-    setup = [
-        {"uses": "actions/setup-python@v5", "with": {"python-version": python}},
-        {"name": "Install patchkit", "run": 'python -m pip install "$PATCHKIT"',
-         "env": {"PATCHKIT": requirement}},
-    ]
     mirror = {"path": cache, "key": "patchkit-mirror-${{ github.run_id }}", "restore-keys": "patchkit-mirror-"}
-    ccache = {"path": "${{ github.workspace }}/.ccache",
-              "key": "ccache-${{ matrix.backend }}-${{ github.run_id }}",
-              "restore-keys": "ccache-${{ matrix.backend }}-"}
+    install = {"name": "Install patchkit", "run": 'python -m pip install -q "$PATCHKIT"',
+               "env": {"PATCHKIT": requirement}}
+    setup_python = {"uses": "actions/setup-python@v5", "with": {"python-version": python}}
     nightly_job = {
         "name": "Rebase the queue on upstream",
         "runs-on": "ubuntu-latest",
+        "permissions": {"contents": "read"},
+        "outputs": {"commit": "${{ steps.night.outputs.commit }}"},
+        "env": {"REPORTS": REPORT_DIR},
+        "steps": [
+            {"uses": "actions/checkout@v4"},
+            setup_python,
+            install,
+            {"name": "Restore the upstream mirror", "uses": "actions/cache/restore@v4", "with": mirror},
+            # A good night hands the commit it applied to the builds; a bad one (exit 1) builds nothing.
+            {"name": "patchkit nightly", "id": "night", "run": _NIGHT},
+            # Saved after a bad night too: the next run fetches less either way.
+            {"name": "Save the upstream mirror", "if": "always()", "uses": "actions/cache/save@v4",
+             "with": {"path": cache, "key": mirror["key"]}},
+            # The refreshed patches are in the report folder already; the summary pushes them with the lock.
+            {"name": "Keep the lock with the reports", "if": "always()",
+             "run": 'if [ -f patchkit.lock ] && [ -d "$REPORTS" ]; then cp patchkit.lock "$REPORTS/"; fi'},
+            _upload(NIGHTLY_ARTIFACT, REPORT_DIR),
+        ],
+    }
+    jobs: dict[str, Any] = {"nightly": nightly_job}
+    smoked = [name for name, ci in backends.items() if smoke and _smoke_skipped(name, ci, name in self_hosted) is None]
+    for name, ci in backends.items():
+        jobs[_job_id(name)] = _build_job(name, ci, smoke=smoke, self_hosted=name in self_hosted,
+                                         python=python, mirror=mirror, requirement=requirement)
+    gather = " ".join(["patchkit ci summary", REPORTS, *(f"--backend {name}" for name in backends),
+                       *(f"--smoke {name}" for name in smoked), f"--report-dir {SUMMARY_DIR} --github-issues"])
+    summary_job = {
+        "name": "One verdict for the night",
+        "needs": list(jobs),
+        "if": "always()",
+        "runs-on": "ubuntu-latest",
         "permissions": {"contents": "write", "issues": "write", "pull-requests": "write"},
-        "outputs": {"ref": "${{ steps.push.outputs.ref }}"},
         "steps": [
             # The token that checks out is the one that pushes: only a push by a token other
             # than GITHUB_TOKEN triggers the pull request's own workflows (verify).
             {"uses": "actions/checkout@v4", "with": {"token": TOKEN}},
-            *setup,
-            {"name": "Restore the upstream mirror", "uses": "actions/cache/restore@v4", "with": mirror},
-            {"name": "patchkit nightly",
-             "env": {"GITHUB_TOKEN": TOKEN},
-             "run": f"patchkit nightly --report-dir {REPORT_DIR} --github-issues"},
-            # Saved after a bad night too: the next run fetches less either way.
-            {"name": "Save the upstream mirror", "if": "always()", "uses": "actions/cache/save@v4",
-             "with": {"path": cache, "key": mirror["key"]}},
-            {"name": "Upload the reports", "if": "always()", "uses": "actions/upload-artifact@v4",
-             "with": {"name": "patchkit-nightly", "path": REPORT_DIR, "if-no-files-found": "warn"}},
+            setup_python,
+            install,
+            {"name": "Download every report", "uses": "actions/download-artifact@v4",
+             "with": {"pattern": "patchkit-*", "path": REPORTS}},
+            {"name": "Gather the night", "id": "summary", "env": {"GITHUB_TOKEN": TOKEN}, "run": gather},
+            _upload(SUMMARY_ARTIFACT, SUMMARY_DIR),
+            # The summary says whether the refresh goes: a good night, where a backend broken by
+            # upstream alone does not hold it back.
             {"name": "Push the refreshed patches and the lock", "id": "push",
-             "env": {"BRANCH": branch},
+             "if": "!cancelled() && steps.summary.outputs.refresh == 'true'",
+             "env": {"BRANCH": branch, "NIGHT": f"{REPORTS}/{NIGHTLY_ARTIFACT}"},
              "run": _PUSH},
-            {"name": "Open or update the pull request", "if": "steps.push.outputs.ref != ''",
+            {"name": "Open or update the pull request", "if": "!cancelled() && steps.push.outputs.ref != ''",
              "env": {"GITHUB_TOKEN": TOKEN, "BRANCH": branch},
              "run": 'patchkit ci pull-request "$BRANCH" --base "$GITHUB_REF_NAME" '
-                    f"--body-file {REPORT_DIR}/report.md"},
+                    f"--body-file {SUMMARY_DIR}/report.md"},
         ],
     }
-    build_job = {
-        "name": "Build ${{ matrix.backend }}",
-        "needs": "nightly",
-        "runs-on": "ubuntu-latest",
-        "permissions": {"contents": "read"},
-        "strategy": {"fail-fast": False, "matrix": {"backend": list(backends)}},
-        "env": {"CCACHE_DIR": "${{ github.workspace }}/.ccache", "BACKEND": "${{ matrix.backend }}"},
-        "steps": [
-            # The branch the nightly pushed; without one (nothing refreshed), the commit it ran on.
-            {"uses": "actions/checkout@v4", "with": {"ref": "${{ needs.nightly.outputs.ref || github.sha }}"}},
-            *setup,
-            {"name": "Install the build tools",
-             "run": "sudo apt-get update -qq && sudo apt-get install -y -qq ccache ninja-build"},
-            {"name": "Restore the upstream mirror", "uses": "actions/cache/restore@v4", "with": mirror},
-            {"name": "Restore ccache", "uses": "actions/cache/restore@v4", "with": ccache},
-            {"name": "Apply the queue at the locked commit", "run": "patchkit apply upstream@locked"},
-            {"name": "Build", "run": 'patchkit build --backend "$BACKEND" --json build.json'},
-            {"name": "Save ccache", "if": "always()", "uses": "actions/cache/save@v4",
-             "with": {"path": ccache["path"], "key": ccache["key"]}},
-            {"name": "Upload the build report", "if": "always()", "uses": "actions/upload-artifact@v4",
-             "with": {"name": "patchkit-build-${{ matrix.backend }}", "path": "build.json",
-                      "if-no-files-found": "ignore"}},
-        ],
-    }
+    jobs["summary"] = summary_job
     workflow = {
         "name": "patchkit nightly",
         "on": {"schedule": [{"cron": cron}], "workflow_dispatch": {}},
         # One nightly at a time: two would race on the lock, the branch and the issues.
         "concurrency": {"group": "patchkit-nightly", "cancel-in-progress": False},
         "permissions": {"contents": "read"},
-        "jobs": {"nightly": nightly_job, "build": build_job},
+        # bash -eo pipefail: a failing command in a pipe fails its step.
+        "defaults": {"run": {"shell": "bash"}},
+        "jobs": jobs,
     }
     header = (f"# Written by `patchkit ci github` (patchkit {__version__}); regenerate rather than edit.\n"
               "# Secret PATCHKIT_TOKEN (a fine-grained PAT or an app token with contents, issues and\n"
@@ -106,9 +160,96 @@ def nightly_workflow(backends: Sequence[str], *, cron: str = DEFAULT_CRON, pytho
     return header + yaml.dump(workflow, Dumper=_Dumper, sort_keys=False, width=120, allow_unicode=True)
 
 
-# On a good night with something refreshed: commit patches/ and the lock on BRANCH (rebuilt from
-# the checked-out commit every night, hence the force push) and hand the ref to the next steps.
+def _job_id(backend: str) -> str:
+    return f"build-{backend}"
+
+
+def _upload(name: str, path: str) -> dict[str, Any]:
+    # include-hidden-files: the reports are under .patchkit/, which upload-artifact skips otherwise.
+    return {"name": f"Upload {name}", "if": "always()", "uses": "actions/upload-artifact@v4",
+            "with": {"name": name, "path": path, "if-no-files-found": "warn", "include-hidden-files": True}}
+
+
+def _build_job(name: str, ci: CiEnvironment, *, smoke: bool, self_hosted: bool, python: str,
+               mirror: dict[str, str], requirement: str) -> dict[str, Any]:
+    labels = ci.runs_on.split(",")
+    packages = " ".join(["ccache", *ci.packages])
+    steps: list[dict[str, Any]] = []
+    if ci.container:
+        # No sudo in a container, and git (which checkout needs for a repository rather than a
+        # tarball), Python and zstd (the cache's compression, shared with the runners) may be missing.
+        steps.append({"name": "Install the packages",
+                      "run": "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "
+                             "--no-install-recommends git ca-certificates python3 python3-venv zstd "
+                             + packages})
+    steps.append({"uses": "actions/checkout@v4"})
+    if not ci.container:
+        install = f"brew install {packages}" if ci.package_manager == "brew" else \
+            f"sudo apt-get update -qq && sudo apt-get install -y -qq {packages}"
+        steps += [{"name": "Install the packages", "run": install},
+                  {"uses": "actions/setup-python@v5", "with": {"python-version": python}}]
+    # cmake and ninja from pip: an image's cmake may be older than the 3.24 patchkit needs.
+    pip_args = '-m pip install -q "$PATCHKIT" cmake ninja'
+    pip = f"python {pip_args}"
+    if ci.container:  # the image's Python may refuse pip outside a venv (PEP 668)
+        pip = ('python3 -m venv "$HOME/.patchkit-venv"\necho "$HOME/.patchkit-venv/bin" >> "$GITHUB_PATH"\n'
+               f'"$HOME/.patchkit-venv/bin/python" {pip_args}\n')
+    steps.append({"name": "Install patchkit", "run": pip, "env": {"PATCHKIT": requirement}})
+    if ci.setup:
+        steps.append({"name": f"Set up {name}", "run": "\n".join(ci.setup) + "\n"})
+    ccache = {"path": CCACHE, "key": f"ccache-{name}-${{{{ github.run_id }}}}", "restore-keys": f"ccache-{name}-"}
+    build = ('patchkit nightly "upstream@$COMMIT" --build "$BACKEND" --no-refresh --no-update-lock '
+             '--report-dir "$REPORTS"')
+    if ci.source:
+        # Its environment lasts for this step only: sourced where the build runs.
+        build = f'source "{ci.source}" >/dev/null\n{build}\n'
+    steps += [
+        {"name": "Restore the upstream mirror", "uses": "actions/cache/restore@v4", "with": mirror},
+        {"name": "Restore ccache", "uses": "actions/cache/restore@v4", "with": ccache},
+        {"name": "Apply at the nightly's commit and build", "env": {"COMMIT": "${{ needs.nightly.outputs.commit }}"},
+         "run": build},
+    ]
+    if smoke:
+        why = _smoke_skipped(name, ci, self_hosted)
+        steps.append({"name": "Smoke test", "run": 'patchkit smoke --backend "$BACKEND" --json "$REPORTS/smoke.json"'}
+                     if why is None else
+                     {"name": "Smoke test (not run)", "run": f'echo "::notice::patchkit smoke not run on {name}: {why}"'})
+    steps += [
+        {"name": "Save ccache", "if": "always()", "uses": "actions/cache/save@v4",
+         "with": {"path": CCACHE, "key": ccache["key"]}},
+        _upload(BUILD_ARTIFACT.format(name), BUILD_REPORT_DIR),
+    ]
+    # CCACHE_DIR from HOME, which env: cannot expand; ccache's own default differs on macOS.
+    ccache_dir = {"name": "Use the job's own ccache",
+                  "run": f'echo "CCACHE_DIR={CCACHE.replace("~", "$HOME", 1)}" >> "$GITHUB_ENV"'}
+    return {"name": f"Build {name}", "needs": "nightly", "runs-on": labels[0] if len(labels) == 1 else labels,
+            **({"container": ci.container} if ci.container else {}),
+            "permissions": {"contents": "read"},
+            "env": {"BACKEND": name, "REPORTS": BUILD_REPORT_DIR, **ci.environment},
+            "steps": [ccache_dir, *steps]}
+
+
+def _smoke_skipped(name: str, ci: CiEnvironment, self_hosted: bool) -> str | None:
+    """Why `patchkit smoke` cannot run in NAME's job; None where it can."""
+    if any(label.lower().startswith("macos") for label in ci.runs_on.split(",")):
+        return "its interposer is glibc's LD_PRELOAD (Linux only)"
+    if ci.gpu and not self_hosted:
+        return f"hosted runners have no GPU for {name} (--runs-on {name}=LABEL for a runner with one)"
+    return None
+
+
+# Tonight's upstream commit, for the build jobs: reached only after a good night (bash -e).
+_NIGHT = """\
+patchkit nightly --report-dir "$REPORTS"
+python -c 'import json, sys; print("commit=" + json.load(open(sys.argv[1]))["apply"]["upstream_commit"])' \\
+  "$REPORTS/report.json" >> "$GITHUB_OUTPUT"
+"""
+
+# The nightly's refreshed patches and lock, committed on BRANCH (rebuilt from the checked-out
+# commit every night, hence the force push); the ref goes to the next step.
 _PUSH = """\
+if [ -d "$NIGHT/patches" ]; then cp -R "$NIGHT/patches/." patches/; fi
+if [ -f "$NIGHT/patchkit.lock" ]; then cp "$NIGHT/patchkit.lock" patchkit.lock; fi
 if [ -z "$(git status --porcelain -- patches patchkit.lock)" ]; then
   echo "nothing refreshed: no pull request"
   exit 0
@@ -123,11 +264,11 @@ echo "ref=$BRANCH" >> "$GITHUB_OUTPUT"
 """
 
 
-def _check(backends: Sequence[str], cron: str, python: str, branch: str, requirement: str) -> None:
+def _check(backends: Mapping[str, CiEnvironment], cron: str, python: str, branch: str, requirement: str) -> None:
     if not backends:
         raise PatchkitError("no backend to build", "give --backend NAME at least once (e.g. --backend cpu)")
     for name in backends:
-        if not _BACKEND_RE.match(name):
+        if not BACKEND_RE.match(name):
             raise PatchkitError(f"backend {name!r} is not a recipe name", "use names from `patchkit recipes list`")
     if not _CRON_RE.match(cron):
         raise PatchkitError(f"--cron {cron!r} is not five cron fields", "e.g. --cron '17 3 * * *'")

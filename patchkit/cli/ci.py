@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
-from patchkit.cli.app import app, console, cwd_path
+from patchkit.cli.app import app, check_reports, console, cwd_path, warn
 from patchkit.cli.progress import progress_display
 from patchkit.errors import PatchkitError
 
@@ -23,7 +23,13 @@ DEFAULT_WORKFLOW = Path(".github/workflows/patchkit-nightly.yml")
 @ci_app.command("github")
 def github_command(
     backend: List[str] = typer.Option([], "--backend", "-b", metavar="NAME",
-                                      help="A recipe the build job builds (repeats; default: cpu)."),
+                                      help="A recipe a build job builds, in the recipe's ci: environment "
+                                           "(repeats; default: cpu)."),
+    runs_on: List[str] = typer.Option([], "--runs-on", metavar="BACKEND=LABEL",
+                                      help="Build BACKEND on the runner with LABEL (comma-separated labels: "
+                                           "all of them, e.g. self-hosted,gpu; repeats)."),
+    smoke: bool = typer.Option(False, "--smoke", help="Run `patchkit smoke` after each build on a Linux "
+                                                     "runner that can run it."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", metavar="FILE", show_default=False,
                                           help=f"Where to write the workflow (default: {DEFAULT_WORKFLOW} "
                                                "in the project)."),
@@ -36,26 +42,30 @@ def github_command(
                                            help="What pip installs as patchkit on the runners "
                                                 "(default: this version)."),
 ) -> None:
-    """Write the GitHub Actions workflow that runs `patchkit nightly` and builds its result.
+    """Write the GitHub Actions workflow that runs `patchkit nightly`, builds its result per backend and gives one verdict.
 
     Set the repository up once: Settings > Actions > General > "Allow GitHub Actions to create and approve pull requests", and a secret PATCHKIT_TOKEN (a PAT or an app token) so that the nightly's pull request triggers its own checks.
 
     Examples:\n
       patchkit ci github\n
-      patchkit ci github --backend cpu --backend vulkan\n
+      patchkit ci github --backend cpu --backend vulkan --smoke\n
+      patchkit ci github --backend cpu --backend cuda --runs-on cuda=self-hosted,gpu\n
       patchkit ci github -o .github/workflows/nightly.yml --force --cron '30 2 * * 1-5'
     """
     from patchkit.backends.recipe import default_recipes_dir, load_recipes, select
     from patchkit.fileio import atomic_write
-    from patchkit.ci.workflow import nightly_workflow
+    from patchkit.ci.workflow import ci_environments, nightly_workflow
     from patchkit.project import Project
     from patchkit.targets import Places, Target, check
 
     project = Project.find()
-    backends = [r.name for r in select(load_recipes(default_recipes_dir(project)), backend or ["cpu"])]
+    recipes = select(load_recipes(default_recipes_dir(project)), backend or ["cpu"])
+    labels = _runs_on(runs_on)
+    environments = ci_environments({r.name: r.ci for r in recipes}, labels)
     options = {"requirement": patchkit} if patchkit else {}
-    text = nightly_workflow(backends, cron=cron, python=python, branch=branch,
-                            cache=_runner_cache(project), **options)
+    text = nightly_workflow(environments, self_hosted=frozenset(labels), smoke=smoke, cron=cron, python=python,
+                            branch=branch, cache=_runner_cache(project), **options)
+    backends = list(environments)
     target = cwd_path(output) if output else project.root / DEFAULT_WORKFLOW
     check(target, Target.FILE, Places.of(project))  # a folder, an unwritable place, the queue: before anything
     if target.is_file() and not force:  # a FIFO or device is written through, never read
@@ -101,6 +111,54 @@ def pull_request_command(
         console().print(f"dry run: would have {verb} the pull request for {branch}", markup=False)
     else:
         console().print(f"{verb} pull request {action.target} for {branch}: {action.url}", markup=False)
+
+
+@ci_app.command("summary")
+def summary_command(
+    reports: Path = typer.Argument(..., metavar="REPORTS",
+                                   help="The folder the workflow downloads every job's report to, one folder each."),
+    backend: List[str] = typer.Option([], "--backend", "-b", metavar="NAME",
+                                      help="A backend the workflow builds (repeats): one with no report failed."),
+    smoke: List[str] = typer.Option([], "--smoke", metavar="NAME",
+                                    help="A backend whose job runs the smoke test after its build (repeats)."),
+    report_dir: Path = typer.Option(Path(".patchkit/summary"), "--report-dir", metavar="DIR",
+                                    help="Where report.json and report.md go."),
+    github_issues: bool = typer.Option(False, "--github-issues",
+                                       help="Open, update and close one GitHub issue per failing patch or backend."),
+) -> None:
+    """Gather a night's reports (the nightly job's, each build job's) into one verdict: the summary job of `ci github`'s workflow.
+
+    Writes report.json and report.md, appends the Markdown to $GITHUB_STEP_SUMMARY and `refresh=true|false` to $GITHUB_OUTPUT: true when the queue is good and every backend built, or failed on the unpatched upstream too. Exit 0 all good, 1 when anything needs a person.
+
+    Example:\n
+      patchkit ci summary reports --backend cpu --backend cuda --github-issues
+    """
+    from patchkit.ci.summary import Destinations, Rendered, gather, publish
+    from patchkit.project import Project
+    from patchkit.report import summary as render
+    from patchkit.report import to_json
+    from patchkit.report.nightly import finding_line
+
+    places = check_reports(Project.find_optional())
+    where = Destinations.check(cwd_path(report_dir), github_issues, places)
+    summary = gather(cwd_path(reports), list(dict.fromkeys(backend)), smoke)
+    rendered = Rendered(json=to_json("summary", summary), markdown=render.to_markdown(summary),
+                        findings={f.patch: finding_line(f) for f in summary.findings},
+                        backend_issues={b.name: render.backend_issue(b, summary) for b in summary.backends})
+    with progress_display("ci summary") as progress:
+        publish(summary, rendered, where, warn, progress)
+    render.render_terminal(summary, console())
+    raise typer.Exit(summary.exit_code)
+
+
+def _runs_on(pairs: List[str]) -> dict[str, str]:
+    labels: dict[str, str] = {}
+    for pair in pairs:
+        name, sep, label = pair.partition("=")
+        if not sep or not name or not label:
+            raise PatchkitError(f"--runs-on {pair!r}: expected BACKEND=LABEL", "e.g. --runs-on cuda=self-hosted,gpu")
+        labels[name] = label
+    return labels
 
 
 def _runner_cache(project: Project) -> str:

@@ -18,9 +18,9 @@ import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Callable, Mapping, Sequence
 
-from patchkit.ci.github import GitHub, GitHubConfig, PatchProblem
+from patchkit.ci.github import GitHub, GitHubConfig, Problem, Subject
 from patchkit.errors import PatchkitError
 from patchkit.fileio import append, atomic_file, atomic_write
 from patchkit.nightly.night import NightlyReport, write_refresh
@@ -160,8 +160,16 @@ def _is_ours(folder: Path, path: str, manifest: list[tuple[str, str]]) -> bool:
 def _sync_issues(report: NightlyReport, rendered: Rendered, github: GitHubConfig, run_url: str | None,
                  progress: Callable[[str], None] | None) -> None:
     """One issue per failing patch; those of patches good again are closed."""
-    problems = [PatchProblem(p.name, p.verdict.value, p.detail or p.verdict.value,
-                             rendered.findings.get(p.name, p.detail))
-                for p in report.apply.patches if not p.good or p.name in rendered.findings]
-    good = [p.name for p in report.apply.patches if p.good and p.name not in rendered.findings]
+    problems, good = patch_issues([(p.name, p.verdict.value, p.good, p.detail) for p in report.apply.patches],
+                                  rendered.findings)
     GitHub(github, progress=progress).sync_issues(problems, good, run_url)
+
+
+def patch_issues(patches: Sequence[tuple[str, str, bool, str]],
+                 findings: Mapping[str, str]) -> tuple[list[Problem], list[Subject]]:
+    """The failing patches' issues and the good patches, from each patch's (name, verdict, good,
+    detail) and the FINDINGS' lines (a good patch with a finding failed its site checks)."""
+    problems = [Problem(Subject("patch", name), verdict, detail or verdict, findings.get(name, detail))
+                for name, verdict, good, detail in patches if not good or name in findings]
+    good = [Subject("patch", name) for name, _, good, _ in patches if good and name not in findings]
+    return problems, good

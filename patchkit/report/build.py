@@ -65,20 +65,33 @@ def draw_recipes(recipes: Sequence[Recipe], available: dict[str, Availability],
     from rich.markup import escape
     from rich.table import Table
 
-    table = Table("backend", "from", "here", "needs", "probe", title="Recipes", title_justify="left")
+    table = Table("backend", "from", "here", "needs", "probe", "CI", title="Recipes", title_justify="left")
     for recipe in recipes:
         av = available[recipe.name]
         here = "[green]yes[/]" if av.ok else "[yellow]no[/]"
         source = escape(_origin(recipe))
+        ci = escape(ci_line(recipe))
         findings = av.findings or ()
         for i, f in enumerate(findings):
             mark = "[green]\u2713[/]" if f.ok else "[red]\u2717[/]"
             table.add_row(escape(recipe.name) if i == 0 else "", source if i == 0 else "",
                           here if i == 0 else "", escape(_need(f.requirement)),
-                          f"{mark} {escape(f.detail)}", end_section=i == len(findings) - 1)
+                          f"{mark} {escape(f.detail)}", ci if i == 0 else "", end_section=i == len(findings) - 1)
         if not findings:
-            table.add_row(escape(recipe.name), source, here, "-", "-", end_section=True)
+            table.add_row(escape(recipe.name), source, here, "-", "-", ci, end_section=True)
     console.print(table)
+
+
+def ci_line(recipe: Recipe) -> str:
+    """Where the backend builds in CI, in one line: "ubuntu-24.04 in nvidia/cuda:12.6.2-devel-ubuntu24.04
+    + rocblas-dev, hipblas-dev"; "-" without a ci: section."""
+    ci = recipe.ci
+    if ci is None:
+        return "-"
+    where = f"{ci.runs_on} in {ci.container}" if ci.container else ci.runs_on
+    packages = f" + {', '.join(ci.packages)}" if ci.packages else ""
+    setup = f" + {len(ci.setup)} setup command{'' if len(ci.setup) == 1 else 's'}" if ci.setup else ""
+    return where + packages + setup + (f", sources {ci.source}" if ci.source else "")
 
 
 def _origin(recipe: Recipe) -> str:
@@ -91,7 +104,7 @@ def render_recipes_json(recipes: Sequence[Recipe], available: dict[str, Availabi
     return to_json("recipes", {"tree": tree, "recipes": [
         {"name": r.name, "description": r.description, "path": r.path, "source": r.source,
          "overrides": r.overrides, "available": available[r.name].ok,
-         "reason": available[r.name].reason,
+         "reason": available[r.name].reason, "ci": r.ci,
          "requirements": [{"kind": f.requirement.kind, "value": f.requirement.value,
                            "name": f.requirement.name, "minimum": f.requirement.minimum,
                            "ok": f.ok, "detail": f.detail} for f in available[r.name].findings]}

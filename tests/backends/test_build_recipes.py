@@ -67,6 +67,11 @@ def test_minimum_without_pattern_uses_the_first_dotted_number(tmp_path: Path) ->
     ("description: x\ncmake-lists: [a]\n", "key 'cmake-lists'"),
     ("description: x\nrequires: [{platform: beos}]\n", "unknown platform"),
     ("options: {}\n", "'description' is a required property"),
+    ("description: x\nci: {runs-on: ubuntu-24.04, image: x}\n", "unknown key 'ci.image'"),
+    ("description: x\nci: {container: x}\n", "'runs-on' is a required property"),
+    ("description: x\nci: {runs-on: ubuntu-24.04, package-manager: yum}\n", "key 'ci.package-manager'"),
+    ("description: x\nci: {runs-on: 'ubuntu latest'}\n", "key 'ci.runs-on'"),
+    ("description: x\nci: {runs-on: x, packages: ['a; rm -rf /']}\n", "key 'ci.packages[0]'"),
     ("description: [unclosed\n", "not valid YAML"),
 ])
 def test_bad_recipe_names_file_and_key(tmp_path: Path, text: str, expected: str) -> None:
@@ -75,6 +80,34 @@ def test_bad_recipe_names_file_and_key(tmp_path: Path, text: str, expected: str)
         load_recipes(folder)
     assert str(folder / "bad.yaml") in str(info.value) and expected in str(info.value)
     assert info.value.exit_code == 2
+
+
+def test_shipped_recipes_say_where_they_build_in_ci() -> None:
+    """The facts of llama.cpp's own CI (2026-08): CUDA and HIP in their images, Vulkan's packages on
+    Ubuntu 24.04, SYCL's oneAPI sourced in the build step, Metal on macOS; cpu-native has none."""
+    recipes = load_recipes(REPO_RECIPES)
+    ci = {name: recipe.ci for name, recipe in recipes.items()}
+    assert ci["cpu-native"] is None
+    assert (ci["cpu"].runs_on, ci["cpu"].container, ci["cpu"].packages, ci["cpu"].gpu) == ("ubuntu-24.04", None, (),
+                                                                                             False)
+    assert ci["cuda"].container == "nvidia/cuda:12.6.2-devel-ubuntu24.04" and ci["cuda"].gpu
+    assert (ci["hip"].container, ci["hip"].packages) == ("rocm/dev-ubuntu-22.04:6.1.2", ("rocblas-dev", "hipblas-dev"))
+    assert (ci["vulkan"].runs_on, ci["vulkan"].packages) == ("ubuntu-24.04", ("glslc", "libvulkan-dev", "spirv-headers"))
+    assert ci["sycl"].source == "/opt/intel/oneapi/setvars.sh" and any("intel-oneapi" in c for c in ci["sycl"].setup)
+    assert (ci["metal"].runs_on, ci["metal"].package_manager) == ("macos-latest", "brew")
+    assert ci["opencl"].packages == ("ocl-icd-opencl-dev", "opencl-headers")
+    assert ci["blas"].packages == ("libopenblas-dev",)
+
+
+def test_a_project_recipe_without_ci_takes_the_shipped_ones(tmp_path: Path) -> None:
+    cuda = (REPO_RECIPES / "cuda.yaml").read_text()
+    folder = recipes_dir(tmp_path, cuda=cuda[:cuda.index("\nci:")] + "\n",
+                         vulkan="description: ours\nci: {runs-on: ubuntu-22.04, packages: [libvulkan-dev]}\n",
+                         mine="description: only ours\n")
+    recipes = load_recipes(folder)
+    assert (recipes["cuda"].source, recipes["cuda"].ci) == ("project", load_recipes(REPO_RECIPES)["cuda"].ci)
+    assert (recipes["vulkan"].ci.runs_on, recipes["vulkan"].ci.packages) == ("ubuntu-22.04", ("libvulkan-dev",))
+    assert recipes["mine"].ci is None
 
 
 def test_unknown_backend_is_a_usage_error() -> None:
@@ -113,8 +146,10 @@ def test_recipes_list_says_what_is_available_and_why_not(tmp_path: Path) -> None
     assert by_name["cpu"]["available"] is True and by_name["cpu"]["reason"] == ""
     assert by_name["missing"]["available"] is False
     assert "patchkit-no-such-compiler is not on PATH" in by_name["missing"]["reason"]
+    assert by_name["cpu"]["ci"]["runs_on"] == "ubuntu-24.04" and by_name["missing"]["ci"] is None
     table = patchkit("recipes", "list", "--recipes", folder)
     assert table.code == 0 and "Imaginary compiler not found" in table.stdout
+    assert "CI" in table.stdout and "ubuntu-24.04" in table.stdout
 
 
 def test_define_needs_key_and_value(tmp_path: Path) -> None:

@@ -12,9 +12,11 @@ import yaml
 
 from conftest import run_cli
 from patchkit.errors import PatchkitError
+from patchkit.backends.recipe import CiEnvironment
 from patchkit.ci.workflow import nightly_workflow
 
 WORKFLOW = Path(".github/workflows/patchkit-nightly.yml")
+TOKEN = "${{ secrets.PATCHKIT_TOKEN || github.token }}"
 
 
 def fork(tmp_path: Path, config: str = "") -> Path:
@@ -24,17 +26,22 @@ def fork(tmp_path: Path, config: str = "") -> Path:
     return root
 
 
-def actionlint(path: Path) -> subprocess.CompletedProcess:
+def actionlint(path: Path, *options: str) -> subprocess.CompletedProcess:
     tool = shutil.which("actionlint")
     if tool is None:
         if os.environ.get("CI"):
             pytest.fail("actionlint is missing: pip install -e '.[test]'")
         pytest.skip("actionlint not installed (pip install -e '.[test]')")
-    return subprocess.run([tool, "-no-color", str(path)], capture_output=True, text=True, timeout=120)
+    return subprocess.run([tool, "-no-color", *options, str(path)], capture_output=True, text=True, timeout=120)
 
 
 def steps_by_name(job: dict) -> dict[str, dict]:
     return {step.get("name", step.get("uses")): step for step in job["steps"]}
+
+
+def lint_clean(path: Path, *options: str) -> None:
+    lint = actionlint(path, *options)
+    assert (lint.returncode, lint.stdout + lint.stderr) == (0, "")
 
 
 def test_generated_workflow_passes_actionlint_and_has_the_structure(tmp_path):
@@ -42,57 +49,152 @@ def test_generated_workflow_passes_actionlint_and_has_the_structure(tmp_path):
     result = run_cli("ci", "github", "--backend", "cpu", "--backend", "vulkan", cwd=root)
     assert result.returncode == 0, result.stderr
     path = root / WORKFLOW
-    lint = actionlint(path)
-    assert (lint.returncode, lint.stdout + lint.stderr) == (0, "")
+    lint_clean(path)
 
     workflow = yaml.safe_load(path.read_text())
     assert workflow["on"] == {"schedule": [{"cron": "17 3 * * *"}], "workflow_dispatch": {}}
     assert workflow["permissions"] == {"contents": "read"}
-    nightly, build = workflow["jobs"]["nightly"], workflow["jobs"]["build"]
-    assert set(workflow["jobs"]) == {"nightly", "build"}
-    assert nightly["permissions"] == {"contents": "write", "issues": "write", "pull-requests": "write"}
-    assert build["needs"] == "nightly" and build["permissions"] == {"contents": "read"}
-    assert build["strategy"]["matrix"] == {"backend": ["cpu", "vulkan"]}
+    assert workflow["defaults"] == {"run": {"shell": "bash"}}
+    jobs = workflow["jobs"]
+    assert list(jobs) == ["nightly", "build-cpu", "build-vulkan", "summary"]
+    nightly, summary = jobs["nightly"], jobs["summary"]
+    # Only the last job may write, and only it sees the token.
+    assert nightly["permissions"] == {"contents": "read"} and TOKEN not in yaml.dump(nightly)
+    assert summary["permissions"] == {"contents": "write", "issues": "write", "pull-requests": "write"}
+    assert summary["if"] == "always()" and summary["needs"] == ["nightly", "build-cpu", "build-vulkan"]
 
-    token = "${{ secrets.PATCHKIT_TOKEN || github.token }}"
     steps = steps_by_name(nightly)
-    assert steps["actions/checkout@v4"]["with"]["token"] == token
-    run = steps["patchkit nightly"]
-    assert run["run"] == "patchkit nightly --report-dir .patchkit/nightly --github-issues"
-    assert run["env"] == {"GITHUB_TOKEN": token}
+    night = steps["patchkit nightly"]
+    assert night["id"] == "night" and night["run"].startswith('patchkit nightly --report-dir "$REPORTS"\n')
+    assert '>> "$GITHUB_OUTPUT"' in night["run"] and "--github-issues" not in night["run"]
+    assert nightly["env"] == {"REPORTS": ".patchkit/nightly"}
+    assert nightly["outputs"] == {"commit": "${{ steps.night.outputs.commit }}"}
     mirror = steps["Restore the upstream mirror"]["with"]
     assert mirror == {"path": "~/.cache/patchkit", "key": "patchkit-mirror-${{ github.run_id }}",
                       "restore-keys": "patchkit-mirror-"}
     save = steps["Save the upstream mirror"]
     assert save["uses"] == "actions/cache/save@v4" and save["if"] == "always()"
     assert save["with"] == {"path": "~/.cache/patchkit", "key": mirror["key"]}
-    upload = steps["Upload the reports"]
-    assert upload["uses"] == "actions/upload-artifact@v4" and upload["with"]["path"] == ".patchkit/nightly"
+    upload = steps["Upload patchkit-nightly"]
+    assert upload["uses"] == "actions/upload-artifact@v4" and upload["if"] == "always()"
+    assert upload["with"]["path"] == ".patchkit/nightly" and upload["with"]["include-hidden-files"] is True
+
+    for backend, packages in (("cpu", "ccache"), ("vulkan", "ccache glslc libvulkan-dev spirv-headers")):
+        job = jobs[f"build-{backend}"]
+        assert job["needs"] == "nightly" and job["runs-on"] == "ubuntu-24.04" and "container" not in job
+        assert job["permissions"] == {"contents": "read"} and job["env"]["BACKEND"] == backend
+        steps = steps_by_name(job)
+        assert steps["Install the packages"]["run"] == f"sudo apt-get update -qq && sudo apt-get install -y -qq {packages}"
+        assert steps["Install patchkit"]["run"] == 'python -m pip install -q "$PATCHKIT" cmake ninja'
+        assert steps["Restore the upstream mirror"]["with"] == mirror
+        ccache = steps["Restore ccache"]["with"]
+        assert ccache == {"path": "~/.cache/ccache", "key": f"ccache-{backend}-${{{{ github.run_id }}}}",
+                          "restore-keys": f"ccache-{backend}-"}
+        assert steps["Save ccache"]["with"] == {"path": "~/.cache/ccache", "key": ccache["key"]}
+        build = steps["Apply at the nightly's commit and build"]
+        assert build["env"] == {"COMMIT": "${{ needs.nightly.outputs.commit }}"}
+        assert build["run"].startswith('patchkit nightly "upstream@$COMMIT" --build "$BACKEND" --no-refresh --no-update-lock')
+        assert steps[f"Upload patchkit-build-{backend}"]["if"] == "always()"
+        assert not any("smoke" in name.lower() for name in steps)  # no --smoke
+
+    steps = steps_by_name(summary)
+    assert steps["actions/checkout@v4"]["with"]["token"] == TOKEN
+    assert steps["Download every report"]["with"] == {"pattern": "patchkit-*", "path": "reports"}
+    gather = steps["Gather the night"]
+    assert gather["run"] == ("patchkit ci summary reports --backend cpu --backend vulkan "
+                             "--report-dir .patchkit/summary --github-issues")
+    assert gather["env"] == {"GITHUB_TOKEN": TOKEN}
     push = steps["Push the refreshed patches and the lock"]
-    assert push["env"] == {"BRANCH": "patchkit/refresh"} and "if" not in push  # a good night only
+    assert push["if"] == "!cancelled() && steps.summary.outputs.refresh == 'true'"
+    assert push["env"] == {"BRANCH": "patchkit/refresh", "NIGHT": "reports/patchkit-nightly"}
     assert 'git push --force origin "HEAD:refs/heads/$BRANCH"' in push["run"]
     assert "git add -A -- patches patchkit.lock" in push["run"]
     pr = steps["Open or update the pull request"]
-    assert pr["if"] == "steps.push.outputs.ref != ''" and pr["env"]["GITHUB_TOKEN"] == token
-    assert pr["run"].startswith('patchkit ci pull-request "$BRANCH" --base "$GITHUB_REF_NAME"')
-    assert nightly["outputs"] == {"ref": "${{ steps.push.outputs.ref }}"}
+    assert pr["if"] == "!cancelled() && steps.push.outputs.ref != ''" and pr["env"]["GITHUB_TOKEN"] == TOKEN
+    assert pr["run"] == ('patchkit ci pull-request "$BRANCH" --base "$GITHUB_REF_NAME" '
+                         "--body-file .patchkit/summary/report.md")
 
-    steps = steps_by_name(build)
-    assert steps["actions/checkout@v4"]["with"]["ref"] == "${{ needs.nightly.outputs.ref || github.sha }}"
-    assert steps["Restore the upstream mirror"]["with"] == mirror
-    ccache = steps["Restore ccache"]["with"]
-    assert ccache == {"path": "${{ github.workspace }}/.ccache",
-                      "key": "ccache-${{ matrix.backend }}-${{ github.run_id }}",
-                      "restore-keys": "ccache-${{ matrix.backend }}-"}
-    assert build["env"]["CCACHE_DIR"] == ccache["path"] and build["env"]["BACKEND"] == "${{ matrix.backend }}"
-    assert steps["Apply the queue at the locked commit"]["run"] == "patchkit apply upstream@locked"
-    assert steps["Build"]["run"].startswith('patchkit build --backend "$BACKEND"')
+
+def test_every_backend_builds_in_its_recipes_environment_with_the_smoke_test(tmp_path):
+    """The Done-when command: containers install without sudo and bring git, Python and cmake
+    from pip; macOS uses brew and says why it has no smoke test; GPU backends say hosted
+    runners have no GPU; the CPU job smoke-tests."""
+    root = fork(tmp_path)
+    args = [a for b in ("cpu", "cuda", "vulkan", "hip", "metal", "sycl") for a in ("--backend", b)]
+    result = run_cli("ci", "github", *args, "--smoke", cwd=root)
+    assert result.returncode == 0, result.stderr
+    path = root / WORKFLOW
+    lint_clean(path)
+    jobs = yaml.safe_load(path.read_text())["jobs"]
+    assert list(jobs) == ["nightly", *(f"build-{b}" for b in ("cpu", "cuda", "vulkan", "hip", "metal", "sycl")),
+                          "summary"]
+
+    cuda, hip = jobs["build-cuda"], jobs["build-hip"]
+    assert (cuda["runs-on"], cuda["container"]) == ("ubuntu-24.04", "nvidia/cuda:12.6.2-devel-ubuntu24.04")
+    assert (hip["runs-on"], hip["container"]) == ("ubuntu-22.04", "rocm/dev-ubuntu-22.04:6.1.2")
+    for job in (cuda, hip):
+        names = [step.get("name", step.get("uses")) for step in job["steps"]]
+        # git before checkout: without it, checkout downloads a tarball, not a repository.
+        assert names.index("Install the packages") < names.index("actions/checkout@v4")
+        steps = steps_by_name(job)
+        install = steps["Install the packages"]["run"]
+        assert "sudo" not in install and "apt-get install" in install
+        assert {"git", "python3", "python3-venv", "ccache"} <= set(install.split())
+        assert "actions/setup-python@v5" not in steps
+        assert 'pip install -q "$PATCHKIT" cmake ninja' in steps["Install patchkit"]["run"]
+        assert '"$GITHUB_PATH"' in steps["Install patchkit"]["run"]
+        assert "GPU" in steps["Smoke test (not run)"]["run"]
+    assert "rocblas-dev hipblas-dev" in steps_by_name(hip)["Install the packages"]["run"]
+
+    metal = steps_by_name(jobs["build-metal"])
+    assert jobs["build-metal"]["runs-on"] == "macos-latest" and metal["Install the packages"]["run"] == "brew install ccache"
+    assert "LD_PRELOAD" in metal["Smoke test (not run)"]["run"]
+
+    sycl = steps_by_name(jobs["build-sycl"])
+    assert "intel-oneapi-compiler-dpcpp-cpp" in sycl["Set up sycl"]["run"]
+    assert sycl["Apply at the nightly's commit and build"]["run"].startswith(
+        'source "/opt/intel/oneapi/setvars.sh" >/dev/null\npatchkit nightly ')
+
+    cpu = steps_by_name(jobs["build-cpu"])
+    assert cpu["Smoke test"]["run"] == 'patchkit smoke --backend "$BACKEND" --json "$REPORTS/smoke.json"'
+    # The summary knows whose smoke test ran: one that left no report failed.
+    gather = steps_by_name(jobs["summary"])["Gather the night"]["run"]
+    assert " --smoke cpu --report-dir" in gather and "--smoke cuda" not in gather
+    names = list(cpu)
+    assert names.index("Apply at the nightly's commit and build") < names.index("Smoke test") < names.index("Save ccache")
+
+
+def test_a_backend_without_a_ci_environment_is_refused_unless_runs_on_gives_one(tmp_path):
+    root = fork(tmp_path)
+    refused = run_cli("ci", "github", "--backend", "cpu", "--backend", "cpu-native", cwd=root)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1
+    assert "backend cpu-native has no CI environment" in refused.stderr and "--runs-on cpu-native=" in refused.stderr
+    assert not (root / WORKFLOW).exists()
+    for args, words in ((["--runs-on", "cuda=gpu"], "cuda is not a backend this workflow builds"),
+                        (["--runs-on", "cpu-native"], "expected BACKEND=LABEL"),
+                        (["--runs-on", "cpu-native=a b"], "not a runner label")):
+        bad = run_cli("ci", "github", "--backend", "cpu-native", *args, cwd=root)
+        assert bad.returncode == 2 and words in bad.stderr and bad.stderr.count("\n") == 1, args
+
+    result = run_cli("ci", "github", "--backend", "cpu-native", "--backend", "cuda", "--smoke",
+                     "--runs-on", "cpu-native=self-hosted,linux", "--runs-on", "cuda=self-hosted,gpu", cwd=root)
+    assert result.returncode == 0, result.stderr
+    # actionlint knows GitHub's hosted labels; a self-hosted runner's own ones are told to it.
+    config = tmp_path / "actionlint.yaml"
+    config.write_text("self-hosted-runner:\n  labels: [gpu]\n")
+    lint_clean(root / WORKFLOW, "-config-file", str(config))
+    jobs = yaml.safe_load((root / WORKFLOW).read_text())["jobs"]
+    native, cuda = jobs["build-cpu-native"], jobs["build-cuda"]
+    assert native["runs-on"] == ["self-hosted", "linux"] and "container" not in native
+    # The recipe's environment stays; the runner is the one given, with the GPU the smoke test needs.
+    assert cuda["runs-on"] == ["self-hosted", "gpu"] and cuda["container"] == "nvidia/cuda:12.6.2-devel-ubuntu24.04"
+    assert "Smoke test" in steps_by_name(cuda)
 
 
 def test_actionlint_does_catch_a_broken_workflow(tmp_path):
     """The lint above proves something: the same file with a job that needs a missing job fails."""
     path = tmp_path / "broken.yml"
-    path.write_text(nightly_workflow(["cpu"]).replace("needs: nightly", "needs: nightlyy"))
+    path.write_text(nightly_workflow({"cpu": CiEnvironment("ubuntu-24.04")}).replace("needs: nightly", "needs: nightlyy"))
     lint = actionlint(path)
     assert lint.returncode == 1 and "nightlyy" in lint.stdout
 
@@ -106,7 +208,7 @@ def test_refuses_to_overwrite_a_different_workflow_without_force(tmp_path):
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "--force" in refused.stderr
     assert path.read_text() == "name: mine\n"
     assert run_cli("ci", "github", "--force", cwd=root).returncode == 0
-    assert yaml.safe_load(path.read_text())["jobs"]["build"]["strategy"]["matrix"] == {"backend": ["cpu"]}
+    assert list(yaml.safe_load(path.read_text())["jobs"]) == ["nightly", "build-cpu", "summary"]
     again = run_cli("ci", "github", cwd=root)  # the same text again: nothing to refuse
     assert again.returncode == 0 and "up to date" in again.stdout
 
@@ -124,7 +226,8 @@ def test_options_and_a_cache_inside_the_repository(tmp_path):
     assert nightly["Restore the upstream mirror"]["with"]["path"] == ".cache/patchkit"
     assert nightly["actions/setup-python@v5"]["with"] == {"python-version": "3.12"}
     assert nightly["Install patchkit"]["env"] == {"PATCHKIT": "patchkit @ git+https://example.invalid/pk@v1"}
-    assert nightly["Push the refreshed patches and the lock"]["env"] == {"BRANCH": "bot/rebase"}
+    summary = steps_by_name(workflow["jobs"]["summary"])
+    assert summary["Push the refreshed patches and the lock"]["env"]["BRANCH"] == "bot/rebase"
     assert not (root / WORKFLOW).exists()
 
 
@@ -137,7 +240,7 @@ def test_unknown_backend_and_bad_values_are_one_line_errors(tmp_path):
         assert result.returncode == 2 and words in result.stderr and result.stderr.count("\n") == 1, args
     assert not (root / WORKFLOW).exists()
     with pytest.raises(PatchkitError, match="no backend"):
-        nightly_workflow([])
+        nightly_workflow({})
 
 
 def test_the_workflow_goes_through_a_fifo_and_never_into_a_folder(project, tmp_path):

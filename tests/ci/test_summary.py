@@ -1,0 +1,167 @@
+"""`patchkit ci summary`: the night's reports from several jobs, gathered into one verdict, one
+refresh decision and one GitHub issue per failing patch or backend."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conftest import assert_matches_schema, run_cli
+from github_fake import REPO, TOKEN, fake_fixture  # noqa: F401 (a fixture)
+
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+
+
+def nightly_report(patches: dict[str, str], *, builds: dict[str, dict] | None = None,
+                   blame: dict[str, str] | None = None) -> dict:
+    """The fields of a `patchkit nightly` report.json the summary reads."""
+    good = all(v in ("clean", "offset", "merged") for v in patches.values())
+    results = [{"backend": b, **r} for b, r in (builds or {}).items()]
+    passed = good and all(r["status"] == "ok" for r in results)
+    return {"schema": 1, "kind": "nightly", "passed": passed,
+            "apply": {"upstream_commit": COMMIT, "warnings": [],
+                      "patches": [{"name": n, "verdict": v, "detail": "" if v == "clean" else f"{n} is {v}"}
+                                  for n, v in patches.items()],
+                      "builds": {"results": results} if builds is not None else None},
+            "findings": [], "build_blame": [{"backend": b, "fault": f, "detail": f"{f} detail"}
+                                            for b, f in (blame or {}).items()],
+            "warnings": []}
+
+
+def artifacts(root: Path, night: dict | None, builds: dict[str, dict | None]) -> Path:
+    folder = root / "reports"
+    (folder / "patchkit-nightly").mkdir(parents=True)
+    if night is not None:
+        (folder / "patchkit-nightly/report.json").write_text(json.dumps(night))
+        (folder / "patchkit-nightly/report.md").write_text("# patchkit nightly: good\n\nthe nightly's own words\n")
+    for backend, report in builds.items():
+        (folder / f"patchkit-build-{backend}").mkdir()
+        if report is not None:
+            (folder / f"patchkit-build-{backend}/report.json").write_text(json.dumps(report))
+    return folder
+
+
+def summarize(root: Path, *backends: str, env: dict[str, str] | None = None, issues: bool = False,
+              smoked: tuple[str, ...] = ()):
+    args = [a for b in backends for a in ("--backend", b)] + [a for b in smoked for a in ("--smoke", b)]
+    out = root / "output.txt"
+    step = root / "step-summary.md"
+    proc = run_cli("ci", "summary", "reports", *args, "--report-dir", "summary", *(["--github-issues"] if issues else []),
+                   cwd=root, env={"GITHUB_OUTPUT": str(out), "GITHUB_STEP_SUMMARY": str(step), **(env or {})})
+    report = json.loads((root / "summary/report.json").read_text()) if (root / "summary/report.json").exists() else None
+    return proc, report, out.read_text() if out.exists() else ""
+
+
+FAILED = {"status": "failed", "first_error": {"file": "ggml/x.cu", "line": 7, "message": "error: no"}}
+
+
+def test_a_good_night_with_every_backend_built_refreshes(tmp_path):
+    artifacts(tmp_path, nightly_report({"a.patch": "clean"}),
+              {"cpu": nightly_report({"a.patch": "clean"}, builds={"cpu": {"status": "ok"}})})
+    proc, report, output = summarize(tmp_path, "cpu")
+    assert proc.returncode == 0, proc.stderr
+    assert_matches_schema(report)
+    assert (report["passed"], report["refresh"], output) == (True, True, "refresh=true\n")
+    markdown = (tmp_path / "summary/report.md").read_text()
+    assert markdown.startswith("# patchkit night: good\n") and "| cpu | ok |" in markdown
+    assert "## patchkit nightly: good" in markdown and "the nightly's own words" in markdown
+    assert (tmp_path / "step-summary.md").read_text() == markdown + "\n"
+
+
+def test_a_backend_broken_by_upstream_alone_does_not_hold_the_refresh_back(tmp_path):
+    """Upstream's fault: exit 1 (someone should know) and refresh=true; the queue's fault, or a
+    backend job that left no report (its packages failed), holds it back."""
+    cpu = nightly_report({"a.patch": "clean"}, builds={"cpu": {"status": "ok"}})
+    cuda = nightly_report({"a.patch": "clean"}, builds={"cuda": FAILED}, blame={"cuda": "upstream"})
+    artifacts(tmp_path, nightly_report({"a.patch": "clean"}), {"cpu": cpu, "cuda": cuda})
+    proc, report, output = summarize(tmp_path, "cpu", "cuda")
+    assert proc.returncode == 1 and output == "refresh=true\n"
+    assert [(b["name"], b["status"], b["fault"], b["holds_refresh"]) for b in report["backends"]] == [
+        ("cpu", "ok", None, False), ("cuda", "failed", "upstream", False)]
+    assert "ggml/x.cu:7: error: no; upstream detail" == report["backends"][1]["detail"]
+    assert "cuda failed (upstream's fault)" in proc.stdout
+
+    for other in (tmp_path / "queue", tmp_path / "lost"):
+        other.mkdir()
+    queue = nightly_report({"a.patch": "clean"}, builds={"cuda": FAILED}, blame={"cuda": "queue"})
+    artifacts(tmp_path / "queue", nightly_report({"a.patch": "clean"}), {"cpu": cpu, "cuda": queue})
+    proc, report, output = summarize(tmp_path / "queue", "cpu", "cuda")
+    assert proc.returncode == 1 and output == "refresh=false\n" and report["backends"][1]["holds_refresh"]
+    artifacts(tmp_path / "lost", nightly_report({"a.patch": "clean"}), {"cpu": cpu, "cuda": None})
+    proc, report, output = summarize(tmp_path / "lost", "cpu", "cuda", "vulkan")  # vulkan: no folder at all
+    assert proc.returncode == 1 and output == "refresh=false\n"
+    assert [b["status"] for b in report["backends"]] == ["ok", "no-report", "no-report"]
+
+
+def test_a_smoke_test_that_failed_or_left_no_report_holds_the_refresh_back(tmp_path):
+    cpu = nightly_report({"a.patch": "clean"}, builds={"cpu": {"status": "ok"}})
+    blas = nightly_report({"a.patch": "clean"}, builds={"blas": {"status": "ok"}})
+    folder = artifacts(tmp_path, nightly_report({"a.patch": "clean"}), {"cpu": cpu, "blas": blas})
+    (folder / "patchkit-build-cpu/smoke.json").write_text(json.dumps(
+        {"schema": 1, "kind": "smoke", "passed": False, "detail": "the flag missed a save"}))
+    proc, report, output = summarize(tmp_path, "cpu", "blas", smoked=("cpu", "blas"))
+    assert proc.returncode == 1 and output == "refresh=false\n"
+    assert [(b["smoke"], b["detail"]) for b in report["backends"]] == [
+        (False, "the smoke test failed: the flag missed a save"),
+        (False, "the smoke test failed: it left no report (see the job's log)")]
+
+
+def test_a_bad_night_builds_nothing_and_a_lost_nightly_is_said(tmp_path):
+    artifacts(tmp_path, nightly_report({"a.patch": "conflict"}), {})
+    proc, report, output = summarize(tmp_path, "cpu")
+    assert proc.returncode == 1 and output == "refresh=false\n"
+    assert (report["night"], report["backends"][0]["status"]) == ("needs-attention", "not-built")
+    lost = tmp_path / "lost"
+    lost.mkdir()
+    artifacts(lost, None, {})
+    proc, report, output = summarize(lost, "cpu")
+    assert proc.returncode == 1 and report["night"] == "no-report" and "left no report" in proc.stdout
+
+
+def test_one_issue_per_failing_patch_and_backend_whose_markers_never_collide(tmp_path, fake):
+    """A patch and a backend of one name are two issues; a backend good again closes its own only."""
+    env = {"GITHUB_API_URL": fake.url, "GITHUB_REPOSITORY": REPO, "GITHUB_TOKEN": TOKEN,
+           "GITHUB_RUN_ID": "9", "GITHUB_SERVER_URL": "https://github.com"}
+    cuda = nightly_report({"cuda": "clean"}, builds={"cuda": FAILED}, blame={"cuda": "queue"})
+    artifacts(tmp_path, nightly_report({"cuda": "clean"}), {"cuda": cuda})
+    proc, _, _ = summarize(tmp_path, "cuda", env=env, issues=True)
+    assert proc.returncode == 1, proc.stderr
+    (issue,) = fake.issues.values()
+    assert issue["title"] == "Nightly: backend cuda is broken by the queue"
+    assert issue["body"].startswith("<!-- patchkit:backend=cuda -->\n")
+    assert "the queue's fault" in issue["body"] and "patchkit-build-cuda" in issue["body"]
+    assert f"https://github.com/{REPO}/actions/runs/9" in issue["body"]
+
+    night2 = tmp_path / "night2"
+    night2.mkdir()
+    bad = nightly_report({"cuda": "conflict"})
+    bad["findings"] = [{"patch": "cuda", "kind": "broke", "probes": 3, "reused": 0, "candidates": 4, "bound": 4,
+                        "monotonic": True, "parent_good": True, "blocked_by": None, "applied_upstream": None,
+                        "detail": "conflict", "culprit": {
+                            "commit": "f" * 40, "subject": "server : rework checkpoints (#4242)",
+                            "author": "Up Stream <up@example.org>", "date": "2026-11-30T10:00:00+00:00",
+                            "pull": 4242, "url": None, "pull_url": None}}]
+    artifacts(night2, bad, {})
+    proc, _, _ = summarize(night2, "cuda", env=env, issues=True)
+    assert proc.returncode == 1, proc.stderr
+    assert [(i["title"], i["state"]) for i in fake.issues.values()] == [
+        ("Nightly: backend cuda is broken by the queue", "open"), ("Nightly: patch cuda is conflict", "open")]
+    # The patch's issue names the upstream commit the nightly's bisect found, as the nightly's own would.
+    assert "cuda: broke by ffffffffffff server : rework checkpoints" in fake.issues[2]["body"]
+
+    night3 = tmp_path / "night3"
+    night3.mkdir()
+    artifacts(night3, nightly_report({"cuda": "clean"}),
+              {"cuda": nightly_report({"cuda": "clean"}, builds={"cuda": {"status": "ok"}})})
+    proc, _, output = summarize(night3, "cuda", env=env, issues=True)
+    assert proc.returncode == 0 and output == "refresh=true\n", proc.stderr
+    assert [i["state"] for i in fake.issues.values()] == ["closed", "closed"]
+    assert fake.comments[1][0].startswith("Backend `cuda` builds again")
+    assert fake.comments[2][0].startswith("Patch `cuda` applies and passes its checks again")
+
+
+def test_bad_input_is_one_line(tmp_path):
+    for args, words in ((["nowhere"], "no such folder"), (["reports", "--backend", "../x"], "not a recipe name")):
+        (tmp_path / "reports").mkdir(exist_ok=True)
+        proc = run_cli("ci", "summary", *args, cwd=tmp_path)
+        assert proc.returncode == 2 and words in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
