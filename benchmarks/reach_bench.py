@@ -9,7 +9,7 @@ without a Date). Each queue is applied at its base and three later commits by pa
 copy; placed when it exits 0). A placed patch is right when the files it changed are exactly the
 expected ones, wrong otherwise; a patch with no right place must be refused.
 
-Usage: python benchmarks/reach_bench.py [--quick] [--files N] [--commits N] [--runs N]
+Usage: python benchmarks/reach_bench.py [--quick] [--files N] [--commits N] [--runs N] [--seed N]
 """
 
 from __future__ import annotations
@@ -294,6 +294,7 @@ def main() -> None:
     parser.add_argument("--commits", type=int)
     parser.add_argument("--runs", type=int)
     parser.add_argument("--no-speed", action="store_true", help="skip the speed part")
+    parser.add_argument("--seed", type=int, default=17, help="another history and queues of the same shape")
     args = parser.parse_args()
     files = args.files or (1500 if args.quick else 3000)
     commits = args.commits or (150 if args.quick else 300)
@@ -301,7 +302,7 @@ def main() -> None:
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="patchkit-reach-") as tmp:
         root = Path(tmp)
-        up = build_reach_upstream(root / "upstream", files=files, commits=commits)
+        up = build_reach_upstream(root / "upstream", files=files, commits=commits, seed=args.seed)
         n_files = len(git(["ls-files"], up.repo).stdout.splitlines())
         print(f"reach: {n_files} files, {commits + 1} commits; queues "
               + ", ".join(f"{q.name} ({q.style}, {len(q.patches)})" for q in up.queues))
