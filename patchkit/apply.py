@@ -318,18 +318,28 @@ class _FileLadder:
         if base is None:
             return None
         pre = _lines(base.pre)
-        place = ladder.find_exact(h, pre)
-        return Sections(pre).named(h.section, place.start) if place else None
+        start = _place_in(h, pre)
+        return Sections(pre).named(h.section, start) if start is not None else None
+
+    def _whole_section(self, h: Hunk) -> str:
+        """H's section, or, where it is a cut that begins several functions' lines, the whole line
+        the base shows it was written for: upstream's twin `f_f16` beside `f` is no candidate for a
+        hunk in `f` because the cut of both lines reads the same."""
+        if not h.section or len(self._cut_texts(h.section)) < 2:
+            return h.section
+        return self._named_in_base(h) or h.section
 
     def _cut_is_ambiguous(self, section: str, named: str) -> bool:
         """Whether SECTION, written for the line NAMED, is a cut that other section lines of the
         file begin with too."""
-        if section == named:
-            return False
+        return section != named and len(self._cut_texts(section)) > 1
+
+    def _cut_texts(self, section: str) -> set[str]:
+        """The file's section texts SECTION is written for, whole or cut."""
         if section not in self._cuts:
             self._cuts[section] = {text for line in self.index if section in line
-                                       for text in section_texts(line) if section in written_as(text)}
-        return len(self._cuts[section]) > 1
+                                   for text in section_texts(line) if section in written_as(text)}
+        return self._cuts[section]
 
     def _named_uniquely(self, h: Hunk, search: ladder.Search) -> ladder.Search:
         """SEARCH, its one place refused when the hunk's section is a cut that begins several
@@ -340,7 +350,7 @@ class _FileLadder:
             return search
         start = place.start - min(place.fuzz, h.leading_context)  # where the whole hunk starts
         named = self.sections.named(h.section, start)
-        if named is None or not self._cut_is_ambiguous(h.section, named):
+        if named is None or not self._cut_is_ambiguous(h.section, named) or self._whole_section(h) == named:
             return search
         why = (f"the patch names `{h.section}`, cut short: {len(self._cuts[h.section])} functions' "
                "lines begin so, and it does not say which")
@@ -350,7 +360,7 @@ class _FileLadder:
         """Where a candidate place is, and why it is not the hunk's own, if it is not."""
         if not h.section:
             return None  # nothing names the hunk's function: today's rules
-        if self.sections.named(h.section, start) is None and not self._moved_whole(h, start):
+        if self.sections.named(self._whole_section(h), start) is None and not self._moved_whole(h, start):
             here = funcname_at(self.lines, start)
             return f"`{here or 'the top of the file'}`", f"the patch names `{h.section}`"
         own = self._own_function(h)
@@ -405,15 +415,10 @@ class _FileLadder:
             base = self.base() if is_cpp(self.fc.path) else None
             if base is not None:
                 pre = _lines(base.pre)
-                place = ladder.find_exact(h, pre)
-                if place is None:
-                    sections = Sections(pre)
-                    starts = [s for s in ladder.occurrences(h.old_lines, pre, ladder.line_index(pre))
-                              if sections.named(h.section, s) is not None]
-                    place = ladder.Place(starts[0], 0, ()) if len(starts) == 1 else None
-                if place is not None:
-                    self._own_scope[h.index] = self._scopes_of("pre", pre).scope_at(place.start + _anchor(h))
-                    self._own_start[h.index] = place.start
+                start = _place_in(h, pre)
+                if start is not None:
+                    self._own_scope[h.index] = self._scopes_of("pre", pre).scope_at(start + _anchor(h))
+                    self._own_start[h.index] = start
         return self._own_scope[h.index]
 
     def _renamed(self, h: Hunk) -> str | None:
@@ -721,6 +726,18 @@ def _differences(a: list[str], b: list[str]) -> list[tuple[int, int, int, int]]:
 
 def _ordinal(n: int) -> str:
     return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
+def _place_in(h: Hunk, pre: list[str]) -> int | None:
+    """H's 0-based place in its base's pre-image PRE: at its recorded line, else its one place
+    under its section (a base from the last good run is another upstream commit)."""
+    place = ladder.find_exact(h, pre)
+    if place is not None:
+        return place.start
+    sections = Sections(pre)
+    starts = [s for s in ladder.occurrences(h.old_lines, pre, ladder.line_index(pre))
+              if sections.named(h.section, s) is not None]
+    return starts[0] if len(starts) == 1 else None
 
 
 def _anchor(h: Hunk) -> int:
