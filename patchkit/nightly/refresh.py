@@ -29,7 +29,7 @@ from patchkit.patchfile.diff import HUNK_HEADER, Part
 from patchkit.patchfile.format_patch import format_commit, join
 from patchkit.plain import NOT_IN_JSON
 from patchkit.project import Project
-from patchkit.queue import Queue
+from patchkit.queue import Patch, Queue
 from patchkit.upstream import Mirror
 
 _INDEX = re.compile(r"^index ([0-9a-f]+)\.\.([0-9a-f]+)")
@@ -72,14 +72,19 @@ def refresh_queue(mirror: Mirror, queue: Queue, results: Sequence[PatchResult],
             verdict = result.verdict.value if result else "not applied"
             raise PatchkitError(f"cannot refresh {patch.name}: {verdict}, so it has no commit to refresh from",
                                 "refresh only after a run where every patch applied")
-        old = patch.path.read_bytes()
-        new = format_patch(mirror, result.commit)
-        change, content_diff = classify(old, new, patch.name)
-        if change is Change.CONTENT:
-            new = _last_update(new, today or date.today())
-        refreshed.append(Refreshed(patch.name, change, hashlib.sha256(old).hexdigest(),
-                                   hashlib.sha256(new).hexdigest(), new, content_diff))
+        refreshed.append(refresh_patch(mirror, patch, result.commit, today))
     return refreshed
+
+
+def refresh_patch(mirror: Mirror, patch: Patch, commit: str, today: date | None = None) -> Refreshed:
+    """PATCH regenerated from COMMIT of MIRROR (any repository holding it), as `refresh_queue` does."""
+    old = patch.path.read_bytes()
+    new = format_patch(mirror, commit)
+    change, content_diff = classify(old, new, patch.name)
+    if change is Change.CONTENT:
+        new = _last_update(new, today or date.today())
+    return Refreshed(patch.name, change, hashlib.sha256(old).hexdigest(),
+                     hashlib.sha256(new).hexdigest(), new, content_diff)
 
 
 def write_refreshed(project: Project, refreshed: Sequence[Refreshed]) -> None:
