@@ -14,12 +14,12 @@ PACKAGE = Path(__file__).resolve().parent.parent / "patchkit"
 LAYERS = (
     ("", "errors", "testpoint", "hooks", "plain", "refs", "process"),  # "": patchkit's __version__
     ("git", "fileio", "http"),
-    ("project", "patchfile", "targets"),
+    ("project", "patchfile", "targets", "notes"),
     ("queue", "binary", "upstream", "scopes", "ladder"),
     ("apply", "output"),  # the apply core and the checkout
     ("checks", "backends", "smoke"),
     ("pipeline",),  # the `apply` command on the core
-    ("nightly", "ci", "export", "importing", "demo", "status", "scaffold", "fixture"),
+    ("nightly", "ci", "export", "importing", "branch", "demo", "status", "scaffold", "fixture"),
     ("report",),  # renders what everything below returns
     ("cli", "__main__"),
 )

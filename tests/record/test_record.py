@@ -82,3 +82,69 @@ def test_a_message_edit_updates_subject_and_body(project):
     assert "From: Ada Lovelace <ada@example.org>" in one  # amend keeps the author
     assert series(project) == ["one.patch", "two.patch", "three.patch"]
     assert json.loads(project.lock_path.read_text())["tree"] == reapplied_tree(project)
+
+
+def test_a_new_commit_becomes_a_new_patch_named_from_its_subject(project):
+    out = project.output_dir
+    edit(out, "src/b.c", 20, "int b20 = 2000;\n")
+    git("commit", "-q", "-am", "b : set b20, for the new tests", cwd=out)
+    proc = record(project)
+    assert "new       b-set-b20-for-the-new-tests.patch" in proc.stdout
+    assert series(project) == ["one.patch", "two.patch", "three.patch", "b-set-b20-for-the-new-tests.patch"]
+    new = (project.patches_dir / "b-set-b20-for-the-new-tests.patch").read_text()
+    assert "From: Fork Dev <dev@fork.invalid>" in new and "+int b20 = 2000;" in new
+    assert json.loads(project.lock_path.read_text())["tree"] == head_tree(project) == reapplied_tree(project)
+    # the commit is noted now: a second record knows it, and records nothing
+    assert git("notes", "--ref=patchkit", "show", "HEAD", cwd=out) == \
+        "Patchkit-Patch: b-set-b20-for-the-new-tests.patch"
+    assert "nothing changed" in record(project).stdout
+
+
+def test_reorder_reorders_the_series_keeping_its_comments(project):
+    project.series_path.write_text("# the queue\none.patch\n# b first\ntwo.patch -p1\nthree.patch\n")
+    out = project.output_dir
+    # swap the last two commits
+    rebase_todo(out, "2{h;d};3G")
+    assert git("log", "--format=%s", "-2", cwd=out).splitlines() == ["b : set b10", "a : set a30"]
+    proc = record(project)
+    assert "series reordered" in proc.stdout
+    assert project.series_path.read_text() == "# the queue\none.patch\n# b first\nthree.patch\ntwo.patch -p1\n"
+    assert json.loads(project.lock_path.read_text())["tree"] == head_tree(project) == reapplied_tree(project)
+
+
+def test_a_dropped_commit_leaves_the_series_and_its_file_goes_only_with_prune(project, tmp_path):
+    out = project.output_dir
+    (project.patches_dir / "two.checks.yaml").write_text("checks: []\n")
+    rebase_todo(out, "2d")
+    proc = record(project, "--dry-run")
+    assert "would record" in proc.stdout and series(project) == ["one.patch", "two.patch", "three.patch"]
+    proc = record(project)
+    assert "dropped   two.patch: no commit is it any more; file kept (--prune deletes it)" in proc.stdout
+    assert series(project) == ["one.patch", "three.patch"]
+    assert (project.patches_dir / "two.patch").exists()
+    assert json.loads(project.lock_path.read_text())["tree"] == reapplied_tree(project)
+    # the same again with --prune, on a fresh fork
+    other = fork(tmp_path / "again")
+    (other.patches_dir / "two.checks.yaml").write_text("checks: []\n")
+    rebase_todo(other.output_dir, "2d")
+    proc = record(other, "--prune")
+    assert "file deleted" in proc.stdout
+    assert sorted(p.name for p in other.patches_dir.iterdir()) == ["one.patch", "series", "three.patch"]
+
+
+def test_a_squash_names_both_patches_and_needs_squash(project):
+    out = project.output_dir
+    rebase_todo(out, "3s/^pick/squash/")  # three.patch into two.patch
+    assert git("notes", "--ref=patchkit", "show", "HEAD", cwd=out).split() == \
+        ["Patchkit-Patch:", "two.patch", "Patchkit-Patch:", "three.patch"]
+    before = snapshot(project)
+    proc = record(project, code=2)
+    assert "is 2 patches (two.patch, three.patch): a squash" in proc.stderr and "--squash" in proc.stderr
+    assert snapshot(project) == before
+    proc = record(project, "--squash")
+    assert "squashed  three.patch: squashed into two.patch" in proc.stdout
+    assert series(project) == ["one.patch", "two.patch"]
+    two = (project.patches_dir / "two.patch").read_text()
+    assert "+int a30 = 3000;" in two and "+int b10 = 1000;" in two
+    assert json.loads(project.lock_path.read_text())["tree"] == head_tree(project) == reapplied_tree(project)
+    assert git("notes", "--ref=patchkit", "show", "HEAD", cwd=out) == "Patchkit-Patch: two.patch"
