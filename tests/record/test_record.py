@@ -148,3 +148,75 @@ def test_a_squash_names_both_patches_and_needs_squash(project):
     assert "+int a30 = 3000;" in two and "+int b10 = 1000;" in two
     assert json.loads(project.lock_path.read_text())["tree"] == head_tree(project) == reapplied_tree(project)
     assert git("notes", "--ref=patchkit", "show", "HEAD", cwd=out) == "Patchkit-Patch: two.patch"
+
+
+def refused(project, *args: str) -> str:
+    """record refuses (exit 2) and leaves everything as it was; its one line."""
+    before = snapshot(project)
+    proc = record(project, *args, code=2)
+    assert snapshot(project) == before
+    assert len(proc.stderr.strip().splitlines()) == 1
+    return proc.stderr
+
+
+def test_refusals_leave_everything_as_it_was(project):
+    out = project.output_dir
+    # changes not committed, staged or not: absorb is offered
+    edit(out, "src/a.c", 1, "int a1 = 100;\n")
+    assert "changes not committed (src/a.c)" in refused(project) and "patchkit absorb" in refused(project)
+    git("add", "src/a.c", cwd=out)
+    assert "changes not committed (src/a.c)" in refused(project)
+    git("reset", "-q", "--hard", cwd=out)
+    # an untracked file is no change of the branch's
+    (out / "notes.txt").write_text("mine\n")
+    assert "nothing changed" in record(project, "--dry-run").stdout
+    # an empty commit, named
+    git("commit", "-q", "--allow-empty", "-m", "wip: nothing yet", cwd=out)
+    assert "commit " in refused(project) and "(wip: nothing yet) changes nothing" in refused(project)
+    git("reset", "-q", "--hard", "HEAD~1", cwd=out)
+    # a merge commit
+    git("checkout", "-q", "-b", "side", "HEAD~1", cwd=out)
+    edit(out, "src/b.c", 30, "int b30 = 3;\n")
+    git("commit", "-q", "-am", "side", cwd=out)
+    git("checkout", "-q", "patchkit/master", cwd=out)
+    git("merge", "-q", "--no-edit", "side", cwd=out)
+    assert "has merge commits" in refused(project)
+    git("reset", "-q", "--hard", "HEAD~1", cwd=out)
+    # a branch moved onto another base
+    upstream_moved = git("commit-tree", "-m", "another upstream", "refs/patchkit/upstream^{tree}", cwd=out)
+    git("rebase", "-q", "--onto", upstream_moved, "refs/patchkit/upstream", cwd=out)
+    assert "is not based on" in refused(project)
+
+
+def test_a_patch_file_changed_since_the_checkout_is_refused(project):
+    out = project.output_dir
+    amend_commit(out, 1, lambda: edit(out, "src/a.c", 6, "int a6 = 600;\n"))
+    two = project.patches_dir / "two.patch"
+    two.write_text(two.read_text().replace("+int b10 = 1000;", "+int b10 = 1001;"))
+    assert "patches/two.patch is not what patchkit/master was checked out from" in refused(project)
+
+
+def test_dry_run_lists_and_writes_nothing(project):
+    out = project.output_dir
+    amend_commit(out, 3, lambda: edit(out, "src/a.c", 31, "int a31 = 3100;\n"))
+    before = snapshot(project)
+    proc = record(project, "--dry-run", "--json", "-")
+    data = json.loads(proc.stdout)
+    assert_matches_schema(data)
+    assert data["dry_run"] and not data["written"]
+    assert [p["action"] for p in data["patches"]] == ["unchanged", "unchanged", "edited"]
+    assert "+int a31 = 3100;" in data["patches"][2]["content_diff"]
+    assert snapshot(project) == before
+
+
+def test_bases_and_lock_are_where_a_good_apply_puts_them(project):
+    from patchkit.upstream import Mirror
+
+    out = project.output_dir
+    amend_commit(out, 1, lambda: edit(out, "src/a.c", 6, "int a6 = 600;\n"))
+    data = json.loads(record(project, "--json", "-").stdout)
+    assert data["lock_updated"] and data["bases_recorded"] == 3
+    lock = json.loads(project.lock_path.read_text())
+    bases = Mirror.open(project).base_commits()
+    assert all(sha in bases for sha in lock["patches"].values())
+    assert lock["upstream"]["commit"] == data["upstream_commit"] == git("rev-parse", "refs/patchkit/upstream", cwd=out)
