@@ -353,7 +353,8 @@ def _keep_branch(checkout: Checkout, commits: list[BranchCommit], plan: list[Rec
     """Each branch commit noted as the patch it now is, and the tip kept as what the queue is: the
     next `apply` takes these commits as patchkit's own, and the next `record` starts from them."""
     recorded = {p.commit: p.name for p in plan if p.action in (Action.UNCHANGED, Action.EDITED, Action.NEW)}
-    notes.write(checkout.path, {c.id: [recorded[c.id]] for c in commits if list(c.patches) != [recorded[c.id]]})
+    noted = notes.read(checkout.path, [c.id for c in commits])  # absorb's new commits have none yet
+    notes.write(checkout.path, {c.id: [recorded[c.id]] for c in commits if noted[c.id] != [recorded[c.id]]})
     git.run(["update-ref", checkout.applied_ref, tip], cwd=checkout.path)
 
 

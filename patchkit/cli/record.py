@@ -56,3 +56,44 @@ def record_command(
     emit({json_out: lambda: render.to_json(report)},
          lambda: render.render_terminal(report, console()) if not is_quiet() else print(render.summary_line(report)))
     raise typer.Exit(report.exit_code)
+
+
+@app.command("absorb")
+def absorb_command(
+    output: Optional[Path] = OutputOpt,
+    new: Optional[str] = typer.Option(None, "--new", metavar="NAME",
+                                      help="Make the edits no single patch owns a new patch NAME (needs --author)."),
+    author: Optional[str] = typer.Option(None, "--author", metavar='"NAME <EMAIL>"', help="The author of --new."),
+    dry_run: bool = DryRunOpt,
+    prune: bool = PruneOpt,
+    squash: bool = SquashOpt,
+    allow_rewind: bool = AllowRewindOpt,
+    json_out: Optional[str] = JsonOpt,
+) -> None:
+    """Fold the checkout's uncommitted edits into the patches that own those lines, then record.
+
+    Each edit (staged or not) goes to the branch commit that last changed its lines, or, for
+    new lines and edits of upstream's lines, wrote the lines right next to them; no later
+    commit may change them too. An edit no patch owns, or two could own, is refused (exit 1)
+    with its file:line and the candidates, and nothing changes. Untracked files are named,
+    never absorbed.
+
+    Examples:\n
+      patchkit absorb --dry-run\n
+      patchkit absorb --new fix-the-build.patch --author "Ada Lovelace <ada@example.org>"
+    """
+    from patchkit.branch.absorb import AbsorbOptions, run_absorb
+    from patchkit.hooks import Hooks
+    from patchkit.project import Project
+    from patchkit.report import record as render
+
+    project = Project.find()
+    out = output.resolve() if output else None
+    check_reports(project, json_out, checkout=out)
+    options = AbsorbOptions(output=out, new=new, author=author, dry_run=dry_run, prune=prune, squash=squash,
+                            allow_rewind=allow_rewind)
+    with progress_display("absorb") as progress:
+        report = run_absorb(project, options, Hooks(progress=progress, warn=warn))
+    emit({json_out: lambda: render.to_json(report, "absorb")},
+         lambda: render.render_absorb(report, console()) if not is_quiet() else print(render.absorb_summary(report)))
+    raise typer.Exit(report.exit_code)

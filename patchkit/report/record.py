@@ -57,3 +57,28 @@ def render_terminal(report, console) -> None:
 
 def to_json(report, kind: str = "record") -> str:
     return envelope(kind, report)
+
+
+def absorb_summary(report) -> str:
+    if report.refused:
+        return (f"refused: {len(report.refused)} edit(s) no single patch owns; nothing changed "
+                "(--new NAME makes them a new patch)")
+    return f"absorbed {len(report.edits)} edit(s); " + summary_line(report.record)
+
+
+def render_absorb(report, console) -> None:
+    from rich.markup import escape
+
+    def say(text: str) -> None:
+        console.print(text, markup=False, highlight=False)
+
+    for e in report.edits:
+        say(f"{e.path}:{e.line}: into {e.patch or 'a new patch'} ({e.commit[:12]})")
+    for e in report.refused:
+        say(f"{e.path}:{e.line}: {e.why}" + (f": {', '.join(e.candidates)}" if e.candidates else ""))
+    for path in report.untracked:
+        say(f"{path}: untracked, not absorbed")
+    if report.record is not None:
+        render_terminal(report.record, console)
+    else:
+        console.print(f"[red]{escape(absorb_summary(report))}[/]", highlight=False)
