@@ -14,8 +14,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "patchkit"
 LAYERS = (
     ("", "errors", "testpoint", "hooks", "plain", "refs", "process"),  # "": patchkit's __version__
     ("git", "fileio", "http"),
-    ("project", "patchfile", "targets", "notes"),
-    ("queue", "binary", "upstream", "scopes", "ladder"),
+    ("project", "patchfile", "targets"),
+    ("queue", "binary", "upstream", "scopes", "ladder", "notes"),
     ("apply", "output"),  # the apply core and the checkout
     ("checks", "backends", "smoke"),
     ("pipeline",),  # the `apply` command on the core
