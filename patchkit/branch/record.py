@@ -135,7 +135,7 @@ def record(project: Project, checkout: Checkout, tip: str, options: RecordOption
     warnings, warn = collect_warnings(hooks)
     with mirror.locked(hooks.progress):
         revision = _revision(mirror, checkout)
-        if not options.dry_run and not options.allow_rewind:
+        if not options.allow_rewind:  # the lock never moves backwards (a dry run says so too)
             mirror.guard_pin(revision.commit)
         recorded = _check_queue_is_the_branchs(checkout, mirror, revision, queue)
         plan = _plan(project, checkout, mirror, queue, commits, recorded, options, names or {})

@@ -1,0 +1,48 @@
+"""record and absorb on the real queue (the six-site patch on the llama.cpp-shaped upstream): the
+site checks run on the new queue, `Last-Update:` moves with the content, and a failing check keeps
+the lock where it was."""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+
+from conftest import PATCH_NAME, apply
+from patchkit.fixture import SERVER_CONTEXT
+from record_helpers import cli, git, reapplied_tree
+
+COMMENT = "    // one speculative checkpoint per slot, so its tensor data can stay on the device\n"
+
+
+def replace_line(path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert text.count(old) == 1
+    path.write_text(text.replace(old, new))
+
+
+def test_an_absorbed_edit_refreshes_the_patch_and_its_checks_pass(project):
+    assert apply(project, "b1000", check=True, update_lock=True).lock_updated
+    out = project.output_dir
+    replace_line(out / SERVER_CONTEXT, COMMENT, COMMENT.replace("the device", "the device (see #28118)"))
+    proc = cli("absorb", cwd=project.root)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"into {PATCH_NAME}" in proc.stdout and "patchkit.lock updated" in proc.stdout
+    text = (project.patches_dir / PATCH_NAME).read_text()
+    assert "(see #28118)" in text and f"Last-Update: {date.today().isoformat()}" in text
+    assert "From: Mike Lothian <mike@fireburn.co.uk>" in text and "Origin: other, https://github.com" in text
+    lock = json.loads(project.lock_path.read_text())
+    assert lock["tree"] == git("rev-parse", "HEAD^{tree}", cwd=out) == reapplied_tree(project)
+
+
+def test_a_failing_site_check_writes_the_queue_but_keeps_the_lock(project):
+    apply(project, "b1000", check=True, update_lock=True)
+    lock = project.lock_path.read_text()
+    out = project.output_dir
+    replace_line(out / SERVER_CONTEXT, "ckpt.load_dft(ctx_dft, slot.id, slot.spec_ckpt_flags);",
+                 "ckpt.load_dft(ctx_dft, slot.id, LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY);")
+    git("commit", "-q", "-a", "--amend", "--no-edit", cwd=out)
+    proc = cli("record", cwd=project.root)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "site checks fail" in proc.stdout and "patchkit.lock not updated" in proc.stderr + proc.stdout
+    assert project.lock_path.read_text() == lock
+    assert "+                    ckpt.load_dft" not in (project.patches_dir / PATCH_NAME).read_text()
