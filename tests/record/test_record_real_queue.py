@@ -46,3 +46,19 @@ def test_a_failing_site_check_writes_the_queue_but_keeps_the_lock(project):
     assert "site checks fail" in proc.stdout and "patchkit.lock not updated" in proc.stderr + proc.stdout
     assert project.lock_path.read_text() == lock
     assert "+                    ckpt.load_dft" not in (project.patches_dir / PATCH_NAME).read_text()
+
+
+def test_the_lock_never_moves_backwards_without_allow_rewind(project):
+    apply(project, "HEAD", update_lock=True)
+    apply(project, "b1000")  # the branch now sits on an older commit than the lock
+    out = project.output_dir
+    replace_line(out / SERVER_CONTEXT, COMMENT, COMMENT.replace("the device", "the GPU"))
+    git("commit", "-q", "-a", "--amend", "--no-edit", cwd=out)
+    lock = project.lock_path.read_text()
+    patch = (project.patches_dir / PATCH_NAME).read_bytes()
+    proc = cli("record", cwd=project.root)
+    assert proc.returncode == 2 and "does not contain the locked commit" in proc.stderr
+    assert project.lock_path.read_text() == lock and (project.patches_dir / PATCH_NAME).read_bytes() == patch
+    proc = cli("record", "--allow-rewind", cwd=project.root)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(project.lock_path.read_text())["tree"] == git("rev-parse", "HEAD^{tree}", cwd=out)
