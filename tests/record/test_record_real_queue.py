@@ -32,6 +32,14 @@ def test_an_absorbed_edit_refreshes_the_patch_and_its_checks_pass(project):
     assert "From: Mike Lothian <mike@fireburn.co.uk>" in text and "Origin: other, https://github.com" in text
     lock = json.loads(project.lock_path.read_text())
     assert lock["tree"] == git("rev-parse", "HEAD^{tree}", cwd=out) == reapplied_tree(project)
+    # the commit's message still says the old Last-Update; a reword later keeps the file's
+    message = git("log", "-1", "--format=%B", cwd=out)
+    assert "Last-Update: 2026-11-29" in message
+    git("commit", "-q", "--amend", "-m", message.replace("keep speculative", "keep the speculative"), cwd=out)
+    proc = cli("record", cwd=project.root)
+    assert proc.returncode == 0, proc.stderr
+    text = (project.patches_dir / PATCH_NAME).read_text()
+    assert "keep the speculative" in text and f"Last-Update: {date.today().isoformat()}" in text
 
 
 def test_a_failing_site_check_writes_the_queue_but_keeps_the_lock(project):
