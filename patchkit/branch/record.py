@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from patchkit import __version__, git, notes, refs
+from patchkit import __version__, git, notes, refs, testpoint
 from patchkit.apply import apply_queue
 from patchkit.branch.checkout import BranchCommit, Checkout, branch_commits, changed_paths, open_checkout
 from patchkit.errors import PatchkitError
@@ -42,6 +42,8 @@ from patchkit.upstream import Mirror, Revision
 
 if TYPE_CHECKING:
     from patchkit.checks import CheckReport
+
+_MARKER = "record-in-progress"  # in .patchkit/: the checkout and tip of a record that is writing
 
 
 class Action(str, enum.Enum):
@@ -137,7 +139,12 @@ def record(project: Project, checkout: Checkout, tip: str, options: RecordOption
         revision = _revision(mirror, checkout)
         if not options.allow_rewind:  # the lock never moves backwards (a dry run says so too)
             mirror.guard_pin(revision.commit)
-        recorded = _check_queue_is_the_branchs(checkout, mirror, revision, queue)
+        marker = project.state_dir / _MARKER
+        if _interrupted_at(marker, checkout, tip):
+            warn(f"finishing the record of {tip[:12]} that was interrupted")
+            recorded = _recorded(checkout)
+        else:
+            recorded = _check_queue_is_the_branchs(checkout, mirror, revision, queue, marker)
         plan = _plan(project, checkout, mirror, queue, commits, recorded, options, names or {})
         series = tuple(p.name for p in plan if p.action in (Action.UNCHANGED, Action.EDITED, Action.NEW))
         with tempfile.TemporaryDirectory(prefix="patchkit-record-") as tmp:
@@ -149,6 +156,8 @@ def record(project: Project, checkout: Checkout, tip: str, options: RecordOption
                                       tuple(plan), checks=report.checks)
                 if options.dry_run:
                     return replace(result, warnings=tuple(warnings))
+                # From here on a rerun on the same tip finishes the job, whatever was written.
+                atomic_write(marker, f"{checkout.path}\n{tip}\n".encode())
                 if before_write:
                     before_write()
                 pruned = _write_queue(project, plan, series, options.prune)
@@ -163,6 +172,7 @@ def record(project: Project, checkout: Checkout, tip: str, options: RecordOption
                 elif not result.passed:
                     warn("patchkit.lock not updated: the site checks of the new queue fail")
         _keep_branch(checkout, commits, plan, tip)
+        marker.unlink()
     return replace(result, pruned=tuple(pruned), written=True, lock_updated=lock_updated,
                    bases_recorded=len(bases), warnings=tuple(warnings))
 
@@ -177,16 +187,31 @@ def _revision(mirror: Mirror, checkout: Checkout) -> Revision:
     return replace(revision, branch_name=checkout.branch)
 
 
-def _check_queue_is_the_branchs(checkout: Checkout, mirror: Mirror, revision: Revision,
-                                queue: Queue) -> dict[str, str]:
-    """patches/ applied at the upstream commit gives, patch by patch, the branch as patchkit last
-    checked out (or recorded) it: otherwise the files changed since, or a patch never made it onto
-    the branch, and recording the branch would silently undo that. Returns each patch's commit there."""
+def _interrupted_at(marker: Path, checkout: Checkout, tip: str) -> bool:
+    """A record of TIP in this checkout was stopped while writing: its files are its own."""
+    try:
+        return marker.read_text().split("\n")[:2] == [str(checkout.path), tip]
+    except OSError:
+        return False
+
+
+def _recorded(checkout: Checkout) -> dict[str, str]:
+    """Each patch's commit on the branch as patchkit last checked it out or recorded it."""
     applied_tip = git.run(["rev-parse", "--verify", "--quiet", checkout.applied_ref], cwd=checkout.path, check=False)
     if not applied_tip:
         raise PatchkitError(f"{checkout.path} has no {checkout.applied_ref}: patchkit did not check {checkout.branch} out",
                             "run `patchkit apply` for it first")
-    recorded = {name: c for c in branch_commits(checkout, applied_tip) for name in c.patches}
+    return {name: c.id for c in branch_commits(checkout, applied_tip) for name in c.patches}
+
+
+def _check_queue_is_the_branchs(checkout: Checkout, mirror: Mirror, revision: Revision, queue: Queue,
+                                marker: Path) -> dict[str, str]:
+    """patches/ applied at the upstream commit gives, patch by patch, the branch as patchkit last
+    checked out (or recorded) it: otherwise the files changed since, or a patch never made it onto
+    the branch, and recording the branch would silently undo that. Returns each patch's commit there."""
+    recorded = _recorded(checkout)
+    trees = dict(line.split() for line in git.run(
+        ["show", "-s", "--format=%H %T", *set(recorded.values())], cwd=checkout.path).splitlines()) if recorded else {}
     with apply_queue(mirror, revision, queue.patches) as applied:
         for result in applied.patches:
             if not result.good:
@@ -194,12 +219,16 @@ def _check_queue_is_the_branchs(checkout: Checkout, mirror: Mirror, revision: Re
                                     f"{checkout.branch} does not hold it: recording the branch would drop it",
                                     "fix it first (`patchkit rebase`), or take it out of the series")
             tree = git.run(["rev-parse", f"{result.commit}^{{tree}}"], cwd=applied.repo)
-            if result.name not in recorded or recorded[result.name].tree != tree:
+            if result.name not in recorded or trees[recorded[result.name]] != tree:
+                interrupted = marker.exists()
                 raise PatchkitError(f"patches/{result.name} is not what {checkout.branch} was checked out from "
-                                    "(the file or the series changed since, or an older patchkit checked it out)",
+                                    + ("(a record of another tip of the branch was interrupted)" if interrupted else
+                                       "(the file or the series changed since, or an older patchkit checked it out)"),
+                                    "check the tip it names out again and rerun record "
+                                    f"({marker})" if interrupted else
                                     f"check the queue out again (`patchkit apply upstream@{revision.commit[:12]}`; "
                                     "--force keeps your commits under refs/patchkit/saved/), then redo the edit")
-    return {name: c.id for name, c in recorded.items()}
+    return recorded
 
 
 def _plan(project: Project, checkout: Checkout, mirror: Mirror, queue: Queue, commits: list[BranchCommit],
@@ -229,17 +258,17 @@ def _plan(project: Project, checkout: Checkout, mirror: Mirror, queue: Queue, co
                                 "a squash", "rerun with --squash to record it as the first of them (the others leave "
                                 "the series), or split the commit")
     reader = Mirror(checkout.path, mirror.url, mirror.branch, None)  # format-patch reads the checkout
-    taken = set(known) | {p.name for p in project.patches_dir.glob("*")}
+    taken = set(known)
     plan: list[RecordedPatch] = []
     gone: list[RecordedPatch] = []
     for commit in commits:
         if not commit.patches:
-            name = names.get(commit.id) or _new_name(commit.subject, taken)
-            if name in taken:
+            data = format_patch(reader, commit.id)
+            name = names.get(commit.id) or _new_name(commit.subject, taken, project.patches_dir, data)
+            if name in taken or _occupied(project.patches_dir / name, data):
                 raise PatchkitError(f"a patch named {name} is already in {project.patches_dir}",
                                     "pick another name")
             taken.add(name)
-            data = format_patch(reader, commit.id)
             plan.append(RecordedPatch(name, Action.NEW, commit.subject, commit.id,
                                       new_sha256=_sha256(data), data=data))
             continue
@@ -265,13 +294,24 @@ def _empty(checkout: Checkout, commit: BranchCommit) -> bool:
     return git.run(["rev-parse", f"{commit.parent}^{{tree}}"], cwd=checkout.path) == commit.tree
 
 
-def _new_name(subject: str, taken: set[str]) -> str:
-    """A new patch's file name, from its subject as `import` names one; -2, -3... when taken."""
+def _new_name(subject: str, taken: set[str], folder: Path, data: bytes) -> str:
+    """A new patch's file name, from its subject as `import` names one; -2, -3... when the series
+    or another file has it."""
     base = slug(subject)
     name, n = f"{base}.patch", 2
-    while name in taken:
+    # another patch's site checks left behind would become this one's
+    while name in taken or _occupied(folder / name, data) \
+            or (folder / (name.removesuffix(".patch") + ".checks.yaml")).exists():
         name, n = f"{base}-{n}.patch", n + 1
     return name
+
+
+def _occupied(path: Path, data: bytes) -> bool:
+    """PATH holds other bytes than DATA. The same bytes are what an interrupted record wrote."""
+    try:
+        return path.read_bytes() != data
+    except FileNotFoundError:
+        return False
 
 
 def _patches(project: Project, queue: Queue, plan: list[RecordedPatch], series: tuple[str, ...],
@@ -309,6 +349,7 @@ def _write_queue(project: Project, plan: list[RecordedPatch], series: tuple[str,
     for entry in plan:
         if entry.action in (Action.EDITED, Action.NEW):
             atomic_write(project.patches_dir / entry.name, entry.data)
+    testpoint.pause("record-write")
     text = read_text(project.series_path)
     new_text = series_text(text, list(series))
     if new_text != text:
