@@ -41,8 +41,12 @@ def configure(repo: Path) -> None:
 
 
 def write(repo: Path, notes: dict[str, list[str]]) -> None:
-    """Note each commit of NOTES (commit id -> the patches it is), replacing what it had."""
+    """Note each commit of NOTES (commit id -> the patches it is), replacing what it had; a note
+    already right is left alone (the same queue at the same commit gives the same ids)."""
+    current = read(repo, list(notes))
     for commit, patches in notes.items():
+        if current[commit] == patches:
+            continue
         git.run(["notes", f"--ref={REF}", "add", "--force", "--file=-", commit], cwd=repo,
                 input=text(patches), env=_IDENTITY)
 
