@@ -166,7 +166,9 @@ def record(project: Project, checkout: Checkout, tip: str, options: RecordOption
                 if bases:
                     mirror.record_bases(bases)
                 lock = Lock(mirror.url, revision.commit, {p.name: p.sha256 for p in patches}, report.tree, __version__)
-                lock_updated = result.passed and lock != project.lock()
+                old = project.lock()
+                # the order of its patches too: the lock lists them as the series does
+                lock_updated = result.passed and (lock != old or list(lock.patches) != list(old.patches))
                 if lock_updated:
                     lock.write(project.lock_path)
                 elif not result.passed:
