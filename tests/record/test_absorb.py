@@ -104,3 +104,18 @@ def test_dry_run_changes_nothing(project):
     proc = absorb(project, "--dry-run")
     assert "src/b.c:10: into two.patch" in proc.stdout and "dry run: nothing written" in proc.stdout
     assert snapshot(project) == before
+
+
+def test_nothing_to_absorb_and_a_merge_are_refused(project):
+    out = project.output_dir
+    proc = absorb(project, code=2)
+    assert "no tracked changes to absorb" in proc.stderr
+    git("checkout", "-q", "-b", "side", "HEAD~1", cwd=out)
+    edit(out, "src/b.c", 30, "int b30 = 3;\n")
+    git("commit", "-q", "-am", "side", cwd=out)
+    git("checkout", "-q", "patchkit/master", cwd=out)
+    git("merge", "-q", "--no-edit", "side", cwd=out)
+    edit(out, "src/a.c", 5, "int a5 = 501;\n")
+    before = snapshot(project)
+    assert "has merge commits" in absorb(project, code=2).stderr
+    assert snapshot(project) == before

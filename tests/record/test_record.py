@@ -109,7 +109,9 @@ def test_reorder_reorders_the_series_keeping_its_comments(project):
     proc = record(project)
     assert "series reordered" in proc.stdout
     assert project.series_path.read_text() == "# the queue\none.patch\n# b first\nthree.patch\ntwo.patch -p1\n"
-    assert json.loads(project.lock_path.read_text())["tree"] == head_tree(project) == reapplied_tree(project)
+    lock = json.loads(project.lock_path.read_text())
+    assert lock["tree"] == head_tree(project) == reapplied_tree(project)
+    assert list(lock["patches"]) == ["one.patch", "three.patch", "two.patch"]  # as the series lists them
 
 
 def test_a_dropped_commit_leaves_the_series_and_its_file_goes_only_with_prune(project, tmp_path):
