@@ -104,10 +104,6 @@ class RecordReport:
         object.__setattr__(self, "passed", self.checks is None or self.checks.passed)
 
     @property
-    def changed(self) -> bool:
-        return self.series != self.series_before or any(p.action is not Action.UNCHANGED for p in self.patches)
-
-    @property
     def exit_code(self) -> int:
         return 0 if self.passed else 1
 

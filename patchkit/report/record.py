@@ -48,7 +48,10 @@ def render_terminal(report, console) -> None:
     if report.series != report.series_before:
         say("series: " + " ".join(report.series))
     if report.checks is not None and not report.checks.passed:
-        say("site checks fail on the new queue: run `patchkit check` on the checkout for the details")
+        from patchkit.report import check
+
+        say("site checks of the new queue:")
+        check.render_terminal(report.checks, console)
     for warning in report.warnings:
         console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
     style = "yellow" if not report.passed else "green"
