@@ -119,3 +119,16 @@ def test_nothing_to_absorb_and_a_merge_are_refused(project):
     before = snapshot(project)
     assert "has merge commits" in absorb(project, code=2).stderr
     assert snapshot(project) == before
+
+
+def test_an_edit_a_later_commit_touched_too_does_not_commute(project):
+    out = project.output_dir
+    edit(out, "src/a.c", 6, "")  # a later commit deletes the line right below one.patch's line 5
+    git("commit", "-q", "-am", "a : drop a6", cwd=out)
+    drop = git("rev-parse", "--short=12", "HEAD", cwd=out)
+    lines = (out / "src/a.c").read_text().splitlines(keepends=True)
+    (out / "src/a.c").write_text("".join(lines[:5] + ["int a6b = 6;\n"] + lines[5:]))  # where a6 was
+    before = snapshot(project)
+    proc = absorb(project, code=1)
+    assert "src/a.c:6: more than one patch could own it: " in proc.stdout and f"{drop} (a : drop a6)" in proc.stdout
+    assert snapshot(project) == before
