@@ -48,6 +48,7 @@ class AbsorbOptions:
     prune: bool = False
     squash: bool = False
     allow_rewind: bool = False
+    upstream: str | None = None
 
 
 @dataclass(frozen=True)
@@ -133,7 +134,7 @@ def run_absorb(project: Project, options: AbsorbOptions, hooks: Hooks = Hooks())
         git.run(["reset", "--quiet", "--mixed", tip], cwd=checkout.path)  # the index follows; files stay
 
     report = record(project, checkout, tip, RecordOptions(options.output, options.dry_run, options.prune,
-                                                          options.squash, options.allow_rewind),
+                                                          options.squash, options.allow_rewind, options.upstream),
                     hooks, identities, names, before_write=move_branch)
     return AbsorbReport(checkout.path, tuple(edits), (), untracked, report)
 

@@ -77,6 +77,7 @@ class RecordOptions:
     prune: bool = False  # delete the files of patches that leave the series
     squash: bool = False  # a commit that is several patches becomes the first one's
     allow_rewind: bool = False
+    upstream: str | None = None  # --upstream: the mirror the checkout was applied from
 
 
 @dataclass(frozen=True)
@@ -128,7 +129,7 @@ def record(project: Project, checkout: Checkout, tip: str, options: RecordOption
     of new commits that are not named from their subjects. BEFORE_WRITE runs once everything is
     checked and before the first write."""
     queue = Queue.load(project)
-    mirror = Mirror.open(project)
+    mirror = Mirror.open(project, options.upstream)
     commits = branch_commits(checkout, tip, identities)
     warnings, warn = collect_warnings(hooks)
     with mirror.locked(hooks.progress):
@@ -181,7 +182,7 @@ def _revision(mirror: Mirror, checkout: Checkout) -> Revision:
         revision = mirror.resolve(f"upstream@{checkout.upstream}", fetch=False)
     except PatchkitError:
         raise PatchkitError(f"the mirror of {mirror.fetch_url} lacks {checkout.upstream[:12]}, the upstream commit "
-                            f"of {checkout.path}", "run `patchkit apply` once to fetch it") from None
+                            f"of {checkout.path}", "name the upstream it was applied from with --upstream") from None
     return replace(revision, branch_name=checkout.branch)
 
 

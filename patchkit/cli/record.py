@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from patchkit.cli.app import AllowRewindOpt, JsonOpt, app, check_reports, console, emit, is_quiet, warn
+from patchkit.cli.app import AllowRewindOpt, JsonOpt, UpstreamOpt, app, check_reports, console, emit, is_quiet, warn
 from patchkit.cli.progress import progress_display
 
 OutputOpt = typer.Option(None, "-o", "--output", metavar="DIR",
@@ -26,6 +26,7 @@ def record_command(
     prune: bool = PruneOpt,
     squash: bool = SquashOpt,
     allow_rewind: bool = AllowRewindOpt,
+    upstream: Optional[str] = UpstreamOpt,
     json_out: Optional[str] = JsonOpt,
 ) -> None:
     """Regenerate patches/ and the series from the edited branch in the checkout.
@@ -50,7 +51,8 @@ def record_command(
     project = Project.find()
     out = output.resolve() if output else None
     check_reports(project, json_out, checkout=out)
-    options = RecordOptions(output=out, dry_run=dry_run, prune=prune, squash=squash, allow_rewind=allow_rewind)
+    options = RecordOptions(output=out, dry_run=dry_run, prune=prune, squash=squash, allow_rewind=allow_rewind,
+                            upstream=upstream)
     with progress_display("record") as progress:
         report = run_record(project, options, Hooks(progress=progress, warn=warn))
     emit({json_out: lambda: render.to_json(report)},
@@ -68,6 +70,7 @@ def absorb_command(
     prune: bool = PruneOpt,
     squash: bool = SquashOpt,
     allow_rewind: bool = AllowRewindOpt,
+    upstream: Optional[str] = UpstreamOpt,
     json_out: Optional[str] = JsonOpt,
 ) -> None:
     """Fold the checkout's uncommitted edits into the patches that own those lines, then record.
@@ -91,7 +94,7 @@ def absorb_command(
     out = output.resolve() if output else None
     check_reports(project, json_out, checkout=out)
     options = AbsorbOptions(output=out, new=new, author=author, dry_run=dry_run, prune=prune, squash=squash,
-                            allow_rewind=allow_rewind)
+                            allow_rewind=allow_rewind, upstream=upstream)
     with progress_display("absorb") as progress:
         report = run_absorb(project, options, Hooks(progress=progress, warn=warn))
     emit({json_out: lambda: render.to_json(report, "absorb")},

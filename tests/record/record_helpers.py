@@ -61,14 +61,16 @@ def make_patches(root: Path, upstream: Path) -> list[Path]:
     return made
 
 
-def fork(tmp_path: Path):
-    """A fork carrying the three patches, applied at upstream@HEAD with --update-lock."""
+def fork(tmp_path: Path, url: str | None = None):
+    """A fork carrying the three patches, applied at upstream@HEAD with --update-lock; with URL,
+    the fork's configured upstream is URL and the apply takes the real one with --upstream."""
     from patchkit.pipeline import ApplyOptions, run_apply
     from patchkit.project import Project
 
     upstream = make_upstream(tmp_path)
-    project = Project.load(write_project(tmp_path / "fork", str(upstream), make_patches(tmp_path, upstream)))
-    report = run_apply(project, ApplyOptions(spec="upstream@HEAD", check=False, update_lock=True))
+    project = Project.load(write_project(tmp_path / "fork", url or str(upstream), make_patches(tmp_path, upstream)))
+    report = run_apply(project, ApplyOptions(spec="upstream@HEAD", check=False, update_lock=True,
+                                             upstream=str(upstream) if url else None))
     assert report.passed and report.lock_updated
     return project
 

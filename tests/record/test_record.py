@@ -249,3 +249,12 @@ def test_killed_while_writing_the_rerun_finishes(project, tmp_path):
         assert (project.patches_dir / name).read_bytes() == (clean.patches_dir / name).read_bytes(), name
     assert json.loads(project.lock_path.read_text())["tree"] == json.loads(clean.lock_path.read_text())["tree"]
     assert not (project.state_dir / "record-in-progress").exists()
+
+
+def test_a_checkout_applied_from_another_upstream_needs_it_named(tmp_path):
+    project = fork(tmp_path, url=str(tmp_path / "configured-but-not-used"))
+    out = project.output_dir
+    amend_commit(out, 1, lambda: edit(out, "src/a.c", 6, "int a6 = 600;\n"))
+    assert "name the upstream it was applied from with --upstream" in refused(project)
+    record(project, "--upstream", str(tmp_path / "upstream"))
+    assert "+int a6 = 600;" in (project.patches_dir / "one.patch").read_text()
