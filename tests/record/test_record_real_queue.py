@@ -70,3 +70,16 @@ def test_the_lock_never_moves_backwards_without_allow_rewind(project):
     proc = cli("record", "--allow-rewind", cwd=project.root)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(project.lock_path.read_text())["tree"] == git("rev-parse", "HEAD^{tree}", cwd=out)
+
+
+def test_a_patch_that_did_not_apply_is_never_recorded_away(project):
+    apply(project, "scenario/ambiguous")  # the patch is not on the branch
+    out = project.output_dir
+    (out / "NOTES.md").write_text("mine\n")
+    git("add", "NOTES.md", cwd=out)
+    git("commit", "-q", "-m", "notes : mine", cwd=out)
+    series = project.series_path.read_bytes()
+    proc = cli("record", cwd=project.root)
+    assert proc.returncode == 2
+    assert f"{PATCH_NAME} is ambiguous at " in proc.stderr and "recording the branch would drop it" in proc.stderr
+    assert project.series_path.read_bytes() == series and not (project.patches_dir / "notes-mine.patch").exists()
