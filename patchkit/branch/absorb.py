@@ -157,8 +157,8 @@ def _tracked_changes(checkout: Checkout) -> tuple[list[tuple[str, str]], list[_H
     path = checkout.path
     git.run(["update-index", "-q", "--refresh"], cwd=path, check=False)
     fields = git.run(["diff-index", "-z", "--no-renames", "HEAD", "--"], cwd=path).split("\0")
-    binary = {line.split("\t", 2)[2] for line in git.run(["diff", "--numstat", "--no-renames", "HEAD"], cwd=path).splitlines()
-              if line.startswith("-\t-\t")}
+    numstat = git.run(["diff", "--numstat", "-z", "--no-renames", "HEAD"], cwd=path).split("\0")
+    binary = {entry[4:] for entry in numstat if entry.startswith("-\t-\t")}
     whole: list[tuple[str, str]] = []
     hunks: list[_Hunk] = []
     for meta, name in zip(fields[0::2], fields[1::2]):

@@ -132,3 +132,10 @@ def test_an_edit_a_later_commit_touched_too_does_not_commute(project):
     proc = absorb(project, code=1)
     assert "src/a.c:6: more than one patch could own it: " in proc.stdout and f"{drop} (a : drop a6)" in proc.stdout
     assert snapshot(project) == before
+
+
+def test_a_binary_edit_is_no_patchs(project):
+    out = project.output_dir
+    (out / "src/a.c").write_bytes((out / "src/a.c").read_bytes() + b"\0binary\n")
+    proc = absorb(project, code=1)
+    assert "src/a.c:1: a binary file" in proc.stdout
