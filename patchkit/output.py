@@ -17,9 +17,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Mapping
 
-from patchkit import git, refs, testpoint
+from patchkit import git, notes, refs, testpoint
 from patchkit.errors import PatchkitError
 from patchkit.fileio import atomic_folder, atomic_write, remove_aside
 from patchkit.upstream import Mirror, Revision
@@ -82,8 +82,9 @@ def check_output(output: Path, project_root: Path, force: bool) -> Output:
 
 
 def check_out(output: Output, mirror: Mirror, revision: Revision, result_ref: str, tip: str,
-                warn: Callable[[str], None]) -> None:
-    """Check the result out as branch `revision.branch_name` in the output repository."""
+                warn: Callable[[str], None], patches: Mapping[str, str] = {}) -> None:
+    """Check the result out as branch `revision.branch_name` in the output repository, each
+    commit of PATCHES (commit id -> patch name) noted as that patch (`patchkit.notes`)."""
     path, branch = output.path, revision.branch_name
     _validate_branch(branch)
     if not (path / ".git").exists():
@@ -116,6 +117,8 @@ def check_out(output: Output, mirror: Mirror, revision: Revision, result_ref: st
                             "move the files git names out of the way, or rerun with --force") from None
     git.run(["update-ref", "--stdin"], cwd=path,
             input=f"update {refs.UPSTREAM} {revision.commit}\nupdate {refs.APPLIED}/{branch} {tip}\n")
+    notes.configure(path)
+    notes.write(path, {commit: [name] for commit, name in patches.items()})
     (git_dir / _MARKER).unlink()
 
 

@@ -123,7 +123,8 @@ def run_apply(project: Project, options: ApplyOptions, hooks: Hooks = Hooks(), *
         result_ref = refs.result(project.key, revision.branch_name)
         with applied_at(project, mirror, revision, queue.patches, options.fuzz, options.check) as (applied, report):
             applied.record(result_ref)
-        check_out(output, mirror, revision, result_ref, report.tip, warn)
+        check_out(output, mirror, revision, result_ref, report.tip, warn,
+                  {p.commit: p.name for p in report.patches if p.commit})
         for warning in report.warnings:  # the apply's own (fuzz), said after the checkout's
             warn(warning)
         report = replace(report, output=output.path)

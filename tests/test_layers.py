@@ -15,11 +15,11 @@ LAYERS = (
     ("", "errors", "testpoint", "hooks", "plain", "refs", "process"),  # "": patchkit's __version__
     ("git", "fileio", "http"),
     ("project", "patchfile", "targets"),
-    ("queue", "binary", "upstream", "scopes", "ladder"),
+    ("queue", "binary", "upstream", "scopes", "ladder", "notes"),
     ("apply", "output"),  # the apply core and the checkout
     ("checks", "backends", "smoke"),
     ("pipeline",),  # the `apply` command on the core
-    ("nightly", "ci", "export", "importing", "demo", "status", "scaffold", "fixture"),
+    ("nightly", "ci", "export", "importing", "branch", "demo", "status", "scaffold", "fixture"),
     ("report",),  # renders what everything below returns
     ("cli", "__main__"),
 )

@@ -29,7 +29,7 @@ from patchkit.patchfile.diff import HUNK_HEADER, Part
 from patchkit.patchfile.format_patch import format_commit, join
 from patchkit.plain import NOT_IN_JSON
 from patchkit.project import Project
-from patchkit.queue import Queue
+from patchkit.queue import Patch, Queue
 from patchkit.upstream import Mirror
 
 _INDEX = re.compile(r"^index ([0-9a-f]+)\.\.([0-9a-f]+)")
@@ -72,14 +72,24 @@ def refresh_queue(mirror: Mirror, queue: Queue, results: Sequence[PatchResult],
             verdict = result.verdict.value if result else "not applied"
             raise PatchkitError(f"cannot refresh {patch.name}: {verdict}, so it has no commit to refresh from",
                                 "refresh only after a run where every patch applied")
-        old = patch.path.read_bytes()
-        new = format_patch(mirror, result.commit)
-        change, content_diff = classify(old, new, patch.name)
-        if change is Change.CONTENT:
-            new = _last_update(new, today or date.today())
-        refreshed.append(Refreshed(patch.name, change, hashlib.sha256(old).hexdigest(),
-                                   hashlib.sha256(new).hexdigest(), new, content_diff))
+        refreshed.append(refresh_patch(mirror, patch, result.commit, today))
     return refreshed
+
+
+def refresh_patch(mirror: Mirror, patch: Patch, commit: str, today: date | None = None) -> Refreshed:
+    """PATCH regenerated from COMMIT of MIRROR (any repository holding it), as `refresh_queue` does.
+    `Last-Update:` is the file's unless the change's own lines changed (a commit whose message was
+    edited on the branch may carry an older one)."""
+    old = patch.path.read_bytes()
+    new = format_patch(mirror, commit)
+    change, content_diff = classify(old, new, patch.name)
+    if change is Change.CONTENT:
+        new = _last_update(new, today or date.today())
+    elif "Last-Update" in patch.trailers:
+        new = _last_update(new, patch.trailers["Last-Update"])
+        change, content_diff = classify(old, new, patch.name)
+    return Refreshed(patch.name, change, hashlib.sha256(old).hexdigest(),
+                     hashlib.sha256(new).hexdigest(), new, content_diff)
 
 
 def write_refreshed(project: Project, refreshed: Sequence[Refreshed]) -> None:
@@ -110,11 +120,11 @@ def format_patch(mirror: Mirror, commit: str) -> bytes:
     return join(message, diff).encode("utf-8", errors="surrogateescape")
 
 
-def _last_update(data: bytes, today: date) -> bytes:
-    """DATA with the `Last-Update:` trailer of its message set to TODAY."""
+def _last_update(data: bytes, value: date | str) -> bytes:
+    """DATA with the `Last-Update:` trailer of its message set to VALUE (a day, or a trailer's text)."""
     text = data.decode("utf-8", errors="surrogateescape")
     message, separator, diff = text.partition("\n---\ndiff --git ")
-    message = trailers.replace(message, "Last-Update", today.isoformat())
+    message = trailers.replace(message, "Last-Update", value if isinstance(value, str) else value.isoformat())
     return (message + separator + diff).encode("utf-8", errors="surrogateescape")
 
 
