@@ -4,7 +4,8 @@ declaration changed where the lines feel it; with the commit that changed it.
 
 A person who looked at a finding writes `Reviewed-Drift: <entity> <commit>` in the patch: the
 finding is kept in the report as reviewed (not one that needs a person) while the declaration
-reads at the target as that commit left it; a later change makes it a finding again.
+reads at the target as that commit left it; a later change is a finding again, from the
+reviewed declaration to the new one, naming the later commit.
 """
 
 from __future__ import annotations
@@ -139,10 +140,18 @@ def _compare(files: Files, mirror: Mirror, patch: Patch, entity: Entity, path: s
     now = state(entity, files.declarations(after, path))
     if was is None or now is None or not differs(entity, was, now):
         return None  # unchanged, or not upstream's at the lock (new, moved: the compiler's business)
-    found = blame(files, entity, path, before, after, was)
+    # A reviewed change is where the search starts again: a later change is a finding of its own.
+    reviewed = False
+    while True:
+        found = blame(files, entity, path, before, after, was)
+        if found.commit is None or not _reviewed(patch, entity, found.commit):
+            break
+        seen = state(entity, files.declarations(found.commit, path))
+        if seen is None or not differs(entity, seen, now):
+            reviewed = seen is not None
+            break
+        before, was = found.commit, seen
     culprit = read_culprit(mirror, found.commit) if found.commit else None
-    reviewed = culprit is not None and _reviewed(patch, entity, culprit.commit) and not differs(
-        entity, state(entity, files.declarations(culprit.commit, path)) or was, now)
     old, new = describe(entity, was), describe(entity, now)
     if old == new:
         old, new = describe(entity, was, typed=True), describe(entity, now, typed=True)
