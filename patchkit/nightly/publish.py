@@ -160,7 +160,9 @@ def _is_ours(folder: Path, path: str, manifest: list[tuple[str, str]]) -> bool:
 def _sync_issues(report: NightlyReport, rendered: Rendered, github: GitHubConfig, run_url: str | None,
                  progress: Callable[[str], None] | None) -> None:
     """One issue per failing patch; those of patches good again are closed."""
-    problems = [PatchProblem(p.name, p.verdict.value, p.detail or p.verdict.value,
+    drifted = {d.patch for d in report.apply.drift if not d.reviewed}  # good, but relies on what changed
+    problems = [PatchProblem(p.name, "drifting" if p.good and p.name in drifted else p.verdict.value,
+                             p.detail or ("drifting" if p.name in drifted else p.verdict.value),
                              rendered.findings.get(p.name, p.detail))
                 for p in report.apply.patches if not p.good or p.name in rendered.findings]
     good = [p.name for p in report.apply.patches if p.good and p.name not in rendered.findings]
