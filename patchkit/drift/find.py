@@ -119,7 +119,7 @@ def _locate(files: Files, commit: str, sources: dict[str, bytes],
 
     def look(paths) -> None:
         for path in paths:
-            declared = files.declarations(commit, path)
+            declared = files.declarations(commit, path, {r.name for r in pending.values()})
             for key, r in list(pending.items()):
                 found = entities(r, declared) if declared is not None else []
                 if found:

@@ -27,14 +27,16 @@ class Files:
         self.repo = repo
         self.reader = reader
         self._parsed: dict[bytes, Declarations] = {}
-        self._paths: dict[str, frozenset[str]] = {}
+        self._paths: dict[str, tuple[frozenset[str], dict[str, list[str]]]] = {}  # commit -> paths, by name
 
     def source(self, commit: str, path: str) -> bytes | None:
         return self.reader.read(commit, path)
 
-    def declarations(self, commit: str, path: str) -> Declarations | None:
+    def declarations(self, commit: str, path: str, names: Iterable[str] = ()) -> Declarations | None:
+        """PATH's declarations at COMMIT; None when it has no such file, or (with NAMES) when
+        none of NAMES is in its text (a parse spared: most included files mention none)."""
         data = self.reader.read(commit, path)
-        if data is None:
+        if data is None or names and not any(name.encode() in data for name in names):
             return None
         key = hashlib.sha1(data).digest()
         if key not in self._parsed:
@@ -76,14 +78,18 @@ class Files:
         """The path of INCLUDE as written in INCLUDING: beside it, else the one file of the tree
         whose path ends with it (llama.cpp's include directories)."""
         beside = posixpath.normpath(posixpath.join(posixpath.dirname(including), include))
-        paths = self._listing(commit)
+        paths, by_name = self._listing(commit)
         if beside in paths:
             return beside
-        ending = sorted(p for p in paths if p.endswith("/" + include))
+        ending = [p for p in by_name.get(posixpath.basename(include), ()) if p.endswith("/" + include)]
         return ending[0] if len(ending) == 1 else None
 
-    def _listing(self, commit: str) -> frozenset[str]:
+    def _listing(self, commit: str) -> tuple[frozenset[str], dict[str, list[str]]]:
         if commit not in self._paths:
             out = git.run(["ls-tree", "-r", "--name-only", "-z", commit], cwd=self.repo)
-            self._paths[commit] = frozenset(p for p in out.split("\0") if p and is_cpp(p))
+            paths = frozenset(p for p in out.split("\0") if p and is_cpp(p))
+            by_name: dict[str, list[str]] = {}
+            for path in sorted(paths):
+                by_name.setdefault(posixpath.basename(path), []).append(path)
+            self._paths[commit] = paths, by_name
         return self._paths[commit]
