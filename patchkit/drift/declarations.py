@@ -55,14 +55,16 @@ def _squash(text: str) -> str:
 _DIRECTIVE = re.compile(rb"^([ \t]*)#([ \t]+)(\w+)", re.M)
 _EXPORT = re.compile(rb"\b[A-Z][A-Z0-9_]*_API\b")  # LLAMA_API, GGML_API, GGML_BACKEND_API: empty or an attribute
 _DEPRECATED = re.compile(rb"\b(?:[A-Z][A-Z0-9]*_)?DEPRECATED\s*\(")
-_DEFINE = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+(\w+)(\([^)]*\))?(.*(?:\\\n.*)*)", re.M)
+_COMMENT = re.compile(r"/\*.*?\*/|//.*$")
+_DEFINE = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+(\w+)(\([^)]*\))?((?:\\\n|[^\n])*)", re.M)
 
 
 def read(source: bytes) -> Declarations:
     found = Declarations({}, {}, {}, {})
     for m in _DEFINE.finditer(source):  # the preprocessor's own reading: lines, not a parse
         name, params = m.group(1).decode("utf-8", errors="replace"), m.group(2) or b""
-        body = " ".join(m.group(3).replace(b"\\\n", b" ").decode("utf-8", errors="replace").split())
+        body = _COMMENT.sub(" ", m.group(3).replace(b"\\\n", b" ").decode("utf-8", errors="replace"))
+        body = " ".join(body.split())  # a comment or spacing changes no definition
         found.macros.setdefault(name, f"#define {name}{_squash(params.decode('utf-8', errors='replace'))}"
                                       f"{' ' + body if body else ''}")
     _walk(_parser().parse(_readable(source)).root_node, found)
