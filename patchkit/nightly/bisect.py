@@ -42,7 +42,7 @@ _OWN_FAILURES = frozenset({Verdict.CONFLICT, Verdict.AMBIGUOUS, Verdict.MISSING_
 @dataclass(frozen=True)
 class Finding:
     patch: str
-    kind: str  # broke, superseded, partially-applied, blocked, malformed, unknown
+    kind: str  # broke, superseded, partially-applied, blocked, malformed, unknown; drift (night.py)
     culprit: Culprit | None
     probes: int  # probes spent on this patch (reused ones included)
     reused: int  # of those, answered from probes made for another search

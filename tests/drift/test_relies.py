@@ -49,3 +49,32 @@ int f(double d);
     assert {k: v[2] for k, v in found.enumerators.items()} == {"A": 4, "B": 5, "C": 6}
     assert [p.default for p in found.functions["m"][0]] == ["1"]
     assert len(found.functions["f"]) == 2
+
+
+def test_a_library_header_as_llama_cpp_writes_it_is_read_whole():
+    """Export macros, DEPRECATED(...) wrappers and `#  define` make tree-sitter misread the rest
+    of a header (llama.h: 9 functions in 10): each declaration is still found."""
+    found = read(b"""\
+#ifdef LLAMA_SHARED
+#    define LLAMA_API __attribute__ ((visibility ("default")))
+#else
+#    define LLAMA_API
+#endif
+#ifdef __cplusplus
+extern "C" {
+#endif
+    DEPRECATED(LLAMA_API struct llama_model * llama_load_model_from_file(
+                             const char * path_model,
+              struct llama_model_params   params),
+            "use llama_model_load_from_file instead");
+    LLAMA_API struct llama_model * llama_model_load_from_file(const char * path_model, int32_t n = 4);
+    struct llama_model_params { int32_t n_gpu_layers; bool use_mmap; };
+#ifdef __cplusplus
+}
+#endif
+""")
+    assert found.macros["LLAMA_API"] == '#define LLAMA_API __attribute__ ((visibility ("default")))'
+    assert [p.name for p in found.functions["llama_load_model_from_file"][0]] == ["path_model", "params"]
+    assert [(p.type, p.default) for p in found.functions["llama_model_load_from_file"][0]] == [
+        ("const char*", None), ("int32_t", "4")]
+    assert found.members["llama_model_params"] == (("int32_t", "n_gpu_layers"), ("bool", "use_mmap"))
