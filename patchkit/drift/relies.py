@@ -80,9 +80,12 @@ def _read(node: Node) -> Iterator[Reliance]:
 
 
 def _aggregate_type(host: Node) -> str:
-    """The type a braced list initialises: `new T{...}`, `T{...}`, `T x = {...}`, `T x{...}`."""
+    """The type a braced list initialises: `new T{...}`, `T{...}`, `(struct T){...}`, `T x = {...}`,
+    `T x{...}`."""
     holder = host.parent if host.type == "init_declarator" else host
     type_node = holder.child_by_field_name("type") if holder is not None else None
+    if type_node is not None and type_node.type == "type_descriptor":  # C's `(struct T){...}`
+        type_node = type_node.child_by_field_name("type")
     if type_node is None:
         return ""
     if type_node.type in ("struct_specifier", "class_specifier", "union_specifier"):

@@ -20,14 +20,16 @@ void f(bool a, int n) {
     LOG_INF("%d", n);
     some_input_text old = {text, a, a, a};
 }
+void c(void) { use((struct some_input_text){text, 1}); }
 """
 
 
 def test_each_form_on_added_lines_and_nothing_else():
-    found = {(r.kind, r.name, r.reach, r.line) for r in reliances(SOURCE, list(range(2, 12)))}
+    found = {(r.kind, r.name, r.reach, r.line) for r in reliances(SOURCE, [*range(2, 12), 14])}
     assert {f for f in found if f[0] == "aggregate"} == {
         ("aggregate", "some_input_text", 3, 2), ("aggregate", "some_input_text", 2, 3),
-        ("aggregate", "some_input_text", 1, 4), ("aggregate", "some_input_text", 3, 5)}
+        ("aggregate", "some_input_text", 1, 4), ("aggregate", "some_input_text", 3, 5),
+        ("aggregate", "some_input_text", 2, 14)}
     assert {f[1] for f in found if f[0] == "numeric"} == {"MODE_B", "MODE_C", "MODE_D", "MODE_E"}
     assert {f[1] for f in found if f[0] == "name"} == {"MODE_F", "LOG_INF"}
     assert ("call", "tokenize", 1, 9) in found and ("method", "load", 2, 10) in found
