@@ -26,6 +26,7 @@ from patchkit.upstream import Mirror, Revision
 if TYPE_CHECKING:
     from patchkit.backends import BuildReport, Recipe
     from patchkit.checks import CheckReport, Rule
+    from patchkit.drift import Drift
     from patchkit.smoke.run import SmokeReport
 
 
@@ -57,15 +58,17 @@ class ApplyReport:
     checks: CheckReport | None = None  # when the applied patches have rules
     builds: BuildReport | None = None  # with --build
     smoke: SmokeReport | None = None  # with --smoke
+    drift: tuple[Drift, ...] = ()  # since the lock, with the site checks (reviewed ones included)
     lock_updated: bool = False
     bases_recorded: int = 0
     warnings: tuple[str, ...] = ()
     passed: bool = field(init=False)  # a field, not a property, so the JSON report carries it
 
     def __post_init__(self) -> None:
-        """Nothing needs a human: every patch good, every check and build passed."""
+        """Nothing needs a human: every patch good, every check and build passed, no drift unreviewed."""
         object.__setattr__(self, "passed", all(p.good for p in self.patches)
                            and (self.checks is None or self.checks.passed)
+                           and all(d.reviewed for d in self.drift)
                            and (self.builds is None or self.builds.exit_code == 0)
                            and (self.smoke is None or self.smoke.passed))
 
@@ -139,6 +142,8 @@ def run_apply(project: Project, options: ApplyOptions, hooks: Hooks = Hooks(), *
                                                          build_progress=hooks.build_progress))
         elif options.build:
             warn("builds not run: the apply needs attention first")
+        if options.check:
+            report = replace(report, drift=_drift(mirror, queue.patches, report, hooks))
         testpoint.pause("record")
         report = _record(project, mirror, report, options.update_lock, warn)
     report = replace(report, warnings=tuple(warnings))  # including those said while recording
@@ -186,6 +191,17 @@ def _run_checks(project: Project, patches: list[Patch], applied: AppliedQueue) -
 
     with git.ObjectReader(applied.repo) as reader:
         return run_checks(rules, lambda path: reader.read(applied.tip, path), renames=applied.renames)
+
+
+def _drift(mirror: Mirror, patches: Sequence[Patch], report: ApplyReport, hooks: Hooks) -> tuple[Drift, ...]:
+    """What the good patches rely on that upstream changed since the lock (nothing without one)."""
+    locked = mirror.locked_commit
+    if locked is None or locked == report.upstream_commit or \
+            git.run(["cat-file", "-t", locked], cwd=mirror.path, check=False) != "commit":
+        return ()
+    from patchkit.drift import find_drift
+
+    return find_drift(mirror, patches, report.patches, locked, report.upstream_commit, hooks.progress)
 
 
 def _recipes(project: Project, backends: tuple[str, ...]) -> list[Recipe]:

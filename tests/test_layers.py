@@ -15,9 +15,9 @@ LAYERS = (
     ("", "errors", "testpoint", "hooks", "plain", "refs", "process"),  # "": patchkit's __version__
     ("git", "fileio", "http"),
     ("project", "patchfile", "targets"),
-    ("queue", "binary", "upstream", "scopes", "ladder", "notes"),
+    ("queue", "binary", "upstream", "culprit", "scopes", "ladder", "notes"),
     ("apply", "output"),  # the apply core and the checkout
-    ("checks", "backends", "smoke"),
+    ("checks", "drift", "backends", "smoke"),
     ("pipeline",),  # the `apply` command on the core
     ("nightly", "ci", "export", "importing", "branch", "demo", "status", "scaffold", "fixture"),
     ("report",),  # renders what everything below returns

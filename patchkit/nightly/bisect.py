@@ -18,13 +18,14 @@ otherwise the parent is probed (from the spare probe).
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from patchkit import git
 from patchkit.apply import Applier, PatchResult, Verdict
 from patchkit.checks import CheckReport, Rule, queue_rules, run_checks
+from patchkit.culprit import Culprit
+from patchkit.culprit import read as _culprit
 from patchkit.project import Project
 from patchkit.queue import Patch
 from patchkit.upstream import Mirror, Revision
@@ -36,25 +37,12 @@ Progress = Callable[[str], None]
 _GOOD = frozenset({Verdict.CLEAN, Verdict.OFFSET, Verdict.MERGED})
 _ADOPTED = frozenset({Verdict.ALREADY_APPLIED, Verdict.PARTIALLY_APPLIED})
 _OWN_FAILURES = frozenset({Verdict.CONFLICT, Verdict.AMBIGUOUS, Verdict.MISSING_FILE})
-_PULL = re.compile(r"\(#(\d+)\)\s*$")
-_WEB = re.compile(r"^https://([^/@]+)/([^/]+)/([^/]+?)(?:\.git)?/?$")
-
-
-@dataclass(frozen=True)
-class Culprit:
-    commit: str  # full id
-    subject: str
-    author: str  # "Name <email>"
-    date: str  # committer date, ISO 8601: when it entered upstream's history
-    pull: int | None  # from a "(#NNNN)" at the end of the subject
-    url: str | None  # <upstream web url>/commit/<id>; None when upstream is not a web host
-    pull_url: str | None  # <upstream web url>/pull/NNNN
 
 
 @dataclass(frozen=True)
 class Finding:
     patch: str
-    kind: str  # broke, superseded, partially-applied, blocked, malformed, unknown
+    kind: str  # broke, superseded, partially-applied, blocked, malformed, unknown; drift (night.py)
     culprit: Culprit | None
     probes: int  # probes spent on this patch (reused ones included)
     reused: int  # of those, answered from probes made for another search
@@ -341,20 +329,3 @@ def _detail(kind: str, culprit: Culprit, name: str) -> str:
             "partially-applied": "was partly adopted upstream"}[kind]
     pull = f" (pull request #{culprit.pull})" if culprit.pull else ""
     return f"{name} {what} at {culprit.commit[:12]} \"{culprit.subject}\"{pull}"
-
-
-def _culprit(mirror: Mirror, commit: str) -> Culprit:
-    fields = git.run(["show", "-s", "--format=%H%x00%s%x00%an <%ae>%x00%cI", commit], cwd=mirror.path)
-    full, subject, author, date = fields.split("\0")
-    match = _PULL.search(subject)
-    pull = int(match.group(1)) if match else None
-    web = web_url(mirror.url)
-    return Culprit(full, subject, author, date, pull, f"{web}/commit/{full}" if web else None,
-                   f"{web}/pull/{pull}" if web and pull else None)
-
-
-def web_url(url: str) -> str | None:
-    """The web page of an upstream fetched over https from a host/owner/repo URL (GitHub,
-    GitHub Enterprise, Gitea, Forgejo): the URL without `.git`; None for paths, ssh and others."""
-    match = _WEB.match(url)
-    return f"https://{match.group(1)}/{match.group(2)}/{match.group(3)}" if match else None

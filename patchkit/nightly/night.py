@@ -12,6 +12,7 @@ so that the exit code is always the night's and a report never says the lock mov
 
 from __future__ import annotations
 
+import math
 import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -108,9 +109,28 @@ def run_nightly(project: Project, options: NightlyOptions, hooks: Hooks = Hooks(
         with mirror.locked():
             findings = tuple(bisect_queue(mirror, project, queue.patches, locked, applied.upstream_commit,
                                           applied.patches, applied.checks, progress=hooks.progress))
+    findings += _drift_findings(applied)
     blame = _blame_builds(project, mirror, applied.upstream_commit, applied.builds, hooks) \
         if applied.builds is not None and all(p.good for p in applied.patches) else ()
     return replace(report, findings=findings, build_blame=blame, warnings=tuple(warnings))
+
+
+def _drift_findings(applied: ApplyReport) -> tuple[Finding, ...]:
+    """One finding per patch with drift no one reviewed, naming its first changed declaration's
+    commit (the apply found them, since the lock); each drift's own commit is in its detail."""
+    drifts: dict[str, list] = {}
+    for d in applied.drift:
+        if not d.reviewed:
+            drifts.setdefault(d.patch, []).append(d)
+    findings = []
+    for patch, found in drifts.items():
+        first = found[0]
+        detail = "; ".join(d.detail + (f", changed by {d.culprit.commit[:12]} \"{d.culprit.subject}\""
+                                       if d.culprit and d is not first else "") for d in found)
+        findings.append(Finding(patch, "drift", first.culprit, first.probes, 0, first.candidates,
+                                math.ceil(math.log2(first.candidates)) + 2 if first.candidates else 2, True,
+                                first.culprit is not None, None, None, detail))
+    return tuple(findings)
 
 
 def _refresh(project: Project, mirror: Mirror, queue: Queue, report: NightlyReport,

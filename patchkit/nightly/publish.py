@@ -160,8 +160,9 @@ def _is_ours(folder: Path, path: str, manifest: list[tuple[str, str]]) -> bool:
 def _sync_issues(report: NightlyReport, rendered: Rendered, github: GitHubConfig, run_url: str | None,
                  progress: Callable[[str], None] | None) -> None:
     """One issue per failing patch; those of patches good again are closed."""
-    problems, good = patch_issues([(p.name, p.verdict.value, p.good, p.detail) for p in report.apply.patches],
-                                  rendered.findings)
+    drifted = {d.patch for d in report.apply.drift if not d.reviewed}  # good, but relies on what changed
+    problems, good = patch_issues([(p.name, "drifting" if p.good and p.name in drifted else p.verdict.value,
+                                    p.good, p.detail) for p in report.apply.patches], rendered.findings)
     GitHub(github, progress=progress).sync_issues(problems, good, run_url)
 
 

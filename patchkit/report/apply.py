@@ -47,7 +47,18 @@ def summary_line(report) -> str:
             f"({report.ref}) on branch {report.branch}" + (f" in {report.output}" if report.output else ""))
     if report.checks is not None:
         text += "; checks " + ("passed" if report.checks.passed else "FAILED")
+    drift = [d for d in report.drift if not d.reviewed]
+    if drift:
+        text += f"; DRIFT: {len(drift)} declaration{'' if len(drift) == 1 else 's'} the queue relies on changed"
     return text
+
+
+def drift_line(d) -> str:
+    """One drift as a maintainer acts on it: the patch, what changed and the commit that did it."""
+    c = d.culprit
+    by = f" by {c.commit[:12]} {c.subject} <{c.pull_url or c.url or c.commit}>" if c else ""
+    state = f"reviewed ({d.entity} {c.commit[:8]}), silenced" if d.reviewed and c else "drift"
+    return f"{d.patch}: {state}{by}: {d.detail}"
 
 
 def render_terminal(report, console) -> None:
@@ -80,6 +91,8 @@ def render_terminal(report, console) -> None:
         from patchkit.report.smoke import render_terminal as render_smoke
 
         render_smoke(report.smoke, console)
+    for d in report.drift:
+        console.print(drift_line(d), markup=False)
     # report.warnings: each was said on stderr as it happened, the terminal's one copy
     style = "green" if report.passed else "red"
     console.print(f"[{style}]{summary_line(report)}[/]")
@@ -112,19 +125,38 @@ def to_markdown(report) -> str:
         from patchkit.report.smoke import to_markdown as smoke_markdown
 
         parts.append("\n" + smoke_markdown(report.smoke))
+    if report.drift:
+        parts += ["\n## Semantic drift since the lock\n\n",
+                  md_table(["patch", "relies on", "before → after", "upstream commit", "lines", "reviewed"],
+                           [[f"`{d.patch}`", f"{d.kind} `{d.entity}` ({d.declared_in})",
+                             f"`{d.before}` → `{d.after}`", commit_md(d.culprit), ", ".join(d.lines),
+                             "yes" if d.reviewed else "**no**"] for d in report.drift])]
+        parts += [f"\n- `{d.patch}`: after a look, add `Reviewed-Drift: {d.entity} {d.culprit.commit[:12]}`\n"
+                  for d in report.drift if d.culprit and not d.reviewed]
     parts += [f"\n> warning: {w}\n" for w in report.warnings]
     parts.append(f"\n**{summary_line(report)}**\n")
     return "".join(parts)
+
+
+def commit_md(c) -> str:
+    """An upstream commit (a Culprit) in Markdown: its id linked, subject, pull request linked."""
+    if c is None:
+        return "-"
+    commit = f"[`{c.commit[:12]}`]({c.url})" if c.url else f"`{c.commit[:12]}`"
+    pull = f" ([#{c.pull}]({c.pull_url}))" if c.pull_url else (f" (#{c.pull})" if c.pull else "")
+    return f"{commit} {c.subject}{pull}"
 
 
 def junit_cases(report) -> list[JUnitCase]:
     cases = []
     for p in report.patches:
         details = "\n".join(line for h in p.hunks for line in hunk_lines(h))
+        drift = [d for d in report.drift if d.patch == p.name and not d.reviewed]
+        failure = f"{p.verdict.value}: {p.detail}" if not p.good else \
+            f"drift: {drift[0].detail}" if drift else None
         cases.append(JUnitCase(
-            classname="patchkit.apply", name=p.name,
-            failure=None if p.good else f"{p.verdict.value}: {p.detail}",
-            details=details))
+            classname="patchkit.apply", name=p.name, failure=failure,
+            details="\n".join([*(drift_line(d) for d in drift), details]).strip()))
     return cases
 
 

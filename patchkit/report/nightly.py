@@ -26,6 +26,8 @@ def summary_line(report) -> str:
     bad = [p.name for p in a.patches if not p.good]
     why = [f"{len(bad)} of {len(a.patches)} patches not good"] if bad else []
     why += ["checks failed"] if a.checks is not None and not a.checks.passed else []
+    drifted = sorted({d.patch for d in a.drift if not d.reviewed})
+    why += [f"drift since the lock: {', '.join(drifted)}"] if drifted else []
     why += ["builds failed"] if a.builds is not None and a.builds.exit_code else []
     why += ["smoke failed"] if a.smoke is not None and not a.smoke.passed else []
     why += [f"fuzzed (never refreshed or locked): {', '.join(report.fuzzed)}"] if report.fuzzed else []
@@ -73,12 +75,8 @@ def to_markdown(report) -> str:
 
 
 def _culprit_md(f) -> str:
-    if f.culprit is None:
-        return "-"
     c = f.culprit
-    commit = f"[`{c.commit[:12]}`]({c.url})" if c.url else f"`{c.commit[:12]}`"
-    pull = f" ([#{c.pull}]({c.pull_url}))" if c.pull_url else (f" (#{c.pull})" if c.pull else "")
-    return f"{commit} {c.subject}{pull}, {c.author}, {c.date}"
+    return "-" if c is None else f"{render_apply.commit_md(c)}, {c.author}, {c.date}"
 
 
 def to_junit(report) -> str:

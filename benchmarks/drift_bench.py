@@ -1,0 +1,106 @@
+"""Cost of the semantic drift check per patch on a llama.cpp-sized tree, and what it finds.
+
+TREE is a git repository of a llama.cpp tree (its HEAD is used; nothing of it is copied into this
+repository). The benchmark clones it into a temporary folder, locks the queue of this repository
+(patches/) there, then adds COMMITS first-parent commits that change `include/llama.h`: with
+`--change none` a comment each (nothing the queue relies on moves: there must be no finding);
+with `--change macro` one of them, in the middle, also gives LLAMA_STATE_SEQ_FLAGS_ON_DEVICE
+another value (the queue's patch uses it as a number: one finding, naming that commit). The
+time is `find_drift` for the queue at the last commit against the lock, on a warm mirror (the
+apply has run, tree-sitter is loaded): the first run (nothing parsed yet) and the median of RUNS.
+
+Usage: python benchmarks/drift_bench.py TREE [--change none|macro] [--commits 64] [--runs 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))
+
+from conftest import git_identity, write_project  # noqa: E402
+
+from patchkit.drift import find_drift  # noqa: E402
+from patchkit.pipeline import ApplyOptions, run_apply  # noqa: E402
+from patchkit.project import Project  # noqa: E402
+from patchkit.queue import Queue  # noqa: E402
+from patchkit.upstream import Mirror  # noqa: E402
+
+FLAG = re.compile(r"(#define LLAMA_STATE_SEQ_FLAGS_ON_DEVICE\s+)(\S+)")
+
+
+def git(repo: Path, *args: str, date: str = "1790600000 +0000") -> str:
+    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True,
+                          env={"PATH": "/usr/bin:/bin", "HOME": str(repo),
+                               **git_identity("Bench", "bench@invalid", date)}).stdout.strip()
+
+
+def history(tree: Path, scratch: Path, change: str, commits: int) -> tuple[str, str | None]:
+    """The clone's lock commit; COMMITS commits on it; the commit that moved the flag, if any."""
+    git(scratch.parent, "clone", "--quiet", "--no-hardlinks", str(tree), str(scratch))
+    lock = git(scratch, "rev-parse", "HEAD")
+    header = scratch / "include" / "llama.h"
+    culprit = None
+    for i in range(commits):
+        text = header.read_text() + f"// bench {i}\n"
+        if change == "macro" and i == commits // 2:
+            text, n = FLAG.subn(r"\g<1>(\g<2> << 4)", text, count=1)
+            if not n:
+                raise SystemExit("include/llama.h defines no LLAMA_STATE_SEQ_FLAGS_ON_DEVICE")
+        header.write_text(text)
+        git(scratch, "commit", "--quiet", "-am", f"bench : change {i} (#{9000 + i})", date=f"{1790600000 + i} +0000")
+        if change == "macro" and i == commits // 2:
+            culprit = git(scratch, "rev-parse", "HEAD")
+    return lock, culprit
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("tree", type=Path)
+    parser.add_argument("--change", choices=("none", "macro"), default="none")
+    parser.add_argument("--commits", type=int, default=64)
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="drift-bench-") as tmp:
+        scratch = Path(tmp) / "llama.cpp"
+        lock, culprit = history(args.tree.resolve(), scratch, args.change, args.commits)
+        patches = [p.path for p in Queue.load(Project.load(REPO)).patches]
+        project = Project.load(write_project(Path(tmp) / "fork", str(scratch), patches))
+        run_apply(project, ApplyOptions(spec=f"upstream@{lock}", check=False, update_lock=True))
+        target = git(scratch, "rev-parse", "HEAD")
+        report = run_apply(project, ApplyOptions(spec=f"upstream@{target}", check=False))
+        bad = [p.name for p in report.patches if not p.good]
+        if bad:
+            raise SystemExit(f"not good at the target: {', '.join(bad)}")
+        queue = Queue.load(project).patches
+        mirror = Mirror.open(project)
+        times = []
+        with mirror.locked():
+            for _ in range(args.runs + 1):
+                start = time.perf_counter()
+                found = find_drift(mirror, queue, report.patches, lock, target)
+                times.append(time.perf_counter() - start)
+        n = len(queue)
+        print(f"tree {args.tree} ({git(scratch, 'ls-files').count(chr(10)) + 1} files), {args.commits} commits "
+              f"after the lock, change: {args.change}, {n} patch{'es' if n != 1 else ''}")
+        print(f"first run {times[0]:.3f} s, median of {args.runs} warm runs {statistics.median(times[1:]):.3f} s: "
+              f"{statistics.median(times[1:]) / n:.3f} s per patch")
+        for d in found:
+            named = d.culprit.commit[:12] if d.culprit else "unknown"
+            expected = "" if culprit is None else (" (the commit that moved it)" if d.culprit and
+                                                   d.culprit.commit == culprit else " (NOT the commit that moved it)")
+            print(f"finding: {d.patch}: {d.detail}; commit {named}{expected}")
+        if not found:
+            print("no finding")
+
+
+if __name__ == "__main__":
+    main()

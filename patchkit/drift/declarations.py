@@ -1,0 +1,257 @@
+"""The declarations a patch may rely on, read from one C/C++ file with the parse the site checks
+use: struct members in order, enumerators with their values, macro definitions, and function
+parameters with their types and default arguments. Bodies are never read: a function's body, a
+member function's, an initialiser's, change nothing here.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from patchkit.scopes import _parser
+
+if TYPE_CHECKING:
+    from tree_sitter import Node
+
+_RECORDS = frozenset({"struct_specifier", "class_specifier", "union_specifier"})
+_FUNCTION_HOLDERS = frozenset({"declaration", "field_declaration", "function_definition"})
+_PARAMETERS = frozenset({"parameter_declaration", "optional_parameter_declaration"})
+_NAMES = frozenset({"identifier", "field_identifier", "type_identifier"})
+# Where declarations sit besides namespace and extern "C" bodies: a preprocessor branch, a template.
+_CONTAINERS = frozenset({"declaration_list", "preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif",
+                         "preproc_elifdef", "template_declaration"})
+
+
+@dataclass(frozen=True)
+class Parameter:
+    type: str  # as written, without the name: `const char *`, `size_t`
+    name: str
+    default: str | None  # the default argument as written
+
+
+@dataclass(frozen=True)
+class Declarations:
+    """What one file declares, by name; the first declaration of a name wins (a second one in
+    another preprocessor branch is the same entity for another configuration)."""
+
+    members: dict[str, tuple[tuple[str, str], ...]]  # struct -> (type, name) of each data member
+    enumerators: dict[str, tuple[str, tuple[str, ...], int | None]]  # name -> (enum, enumerators, value)
+    macros: dict[str, str]  # name -> `#define NAME(params) body`, spaces squashed
+    functions: dict[str, tuple[tuple[Parameter, ...], ...]]  # name -> each declaration's parameters
+
+
+def _text(node: Node) -> str:
+    return " ".join(node.text.decode("utf-8", errors="replace").split())
+
+
+def _squash(text: str) -> str:
+    """Spaces only where C needs them, so that `char *p` and `char * p` read the same."""
+    text = " ".join(text.split())
+    return re.sub(r"\s*([*&,()\[\]<>])\s*", r"\1", text)
+
+
+_DIRECTIVE = re.compile(rb"^([ \t]*)#([ \t]+)(\w+)", re.M)
+_EXPORT = re.compile(rb"\b[A-Z][A-Z0-9_]*_API\b")  # LLAMA_API, GGML_API, GGML_BACKEND_API: empty or an attribute
+_DEPRECATED = re.compile(rb"\b(?:[A-Z][A-Z0-9]*_)?DEPRECATED\s*\(")
+_COMMENT = re.compile(r"/\*.*?\*/|//.*$")
+_DEFINE = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+(\w+)(\([^)]*\))?((?:\\\n|[^\n])*)", re.M)
+
+
+def read(source: bytes) -> Declarations:
+    found = Declarations({}, {}, {}, {})
+    for m in _DEFINE.finditer(source):  # the preprocessor's own reading: lines, not a parse
+        name, params = m.group(1).decode("utf-8", errors="replace"), m.group(2) or b""
+        body = _COMMENT.sub(" ", m.group(3).replace(b"\\\n", b" ").decode("utf-8", errors="replace"))
+        body = " ".join(body.split())  # a comment or spacing changes no definition
+        found.macros.setdefault(name, f"#define {name}{_squash(params.decode('utf-8', errors='replace'))}"
+                                      f"{' ' + body if body else ''}")
+    _walk(_parser().parse(_readable(source)).root_node, found)
+    return found
+
+
+def _readable(source: bytes) -> bytes:
+    """SOURCE as tree-sitter can read a library header, every byte in its place: `#  define` as
+    `#define`, export macros (`LLAMA_API`) blanked, and `DEPRECATED(decl, "hint")` unwrapped to
+    its declaration; the parse misreads all that whole files long (llama.h: 9 in 10 functions)."""
+    data = bytearray(_DIRECTIVE.sub(lambda m: m.group(1) + b"#" + m.group(3) + m.group(2), source))
+    for m in _EXPORT.finditer(data):
+        data[m.start():m.end()] = b" " * (m.end() - m.start())
+    for m in _DEPRECATED.finditer(bytes(data)):
+        depth, comma, end = 1, None, None
+        for i in range(m.end(), len(data)):
+            c = data[i]
+            depth += (c == ord("(")) - (c == ord(")"))
+            if depth == 1 and c == ord(","):
+                comma = i
+            if depth == 0:
+                end = i
+                break
+        if comma is not None and end is not None:
+            data[m.start():m.end()] = b" " * (m.end() - m.start())
+            data[comma:end + 1] = bytes(b if b == ord("\n") else ord(" ") for b in data[comma:end + 1])
+    return bytes(data)
+
+
+def _walk(node: Node, found: Declarations) -> None:
+    for child in node.named_children:
+        kind = child.type
+        if kind in _FUNCTION_HOLDERS:
+            _function(child, found)
+        spec = child if kind in _RECORDS or kind == "enum_specifier" else child.child_by_field_name("type")
+        if spec is not None and spec.type in _RECORDS | {"enum_specifier"}:
+            alias = _typedef_name(child) if spec is not child else None
+            if spec.type == "enum_specifier":
+                _enum(spec, alias, found)
+            else:
+                _record(spec, alias, found)
+                body = spec.child_by_field_name("body")
+                if body is not None:
+                    _walk(body, found)  # nested types and member functions
+        if kind in _CONTAINERS:
+            _walk(child, found)
+        elif kind in ("namespace_definition", "linkage_specification"):
+            body = child.child_by_field_name("body")
+            if body is not None:
+                _walk(body, found)
+
+
+def _typedef_name(holder: Node) -> str | None:
+    """`typedef struct {...} NAME;`: the NAME an anonymous struct or enum is known by."""
+    if holder.type != "type_definition":
+        return None
+    declarator = holder.child_by_field_name("declarator")
+    return _text(declarator) if declarator is not None and declarator.type == "type_identifier" else None
+
+
+def _record(node: Node, alias: str | None, found: Declarations) -> None:
+    body = node.child_by_field_name("body")
+    name = node.child_by_field_name("name")
+    if body is None:
+        return
+    members: list[tuple[str, str]] = []
+    for field in body.named_children:
+        if field.type != "field_declaration" or _is_static(field):
+            continue
+        type_node = field.child_by_field_name("type")
+        for declarator in field.children_by_field_name("declarator"):
+            if _has_function_declarator(declarator):
+                continue  # a member function: no member of the aggregate
+            ident = _declared_name(declarator)
+            shape = _squash(_text(declarator).replace(ident, "", 1)) if ident else ""
+            members.append((_squash(f"{_prefix(field, type_node)}{shape}"), ident))
+        if field.child_by_field_name("declarator") is None and type_node is not None \
+                and type_node.type in _RECORDS and type_node.child_by_field_name("body") is not None:
+            members.append((_squash(_text(type_node)), ""))  # an anonymous struct/union member
+    for key in (_text(name) if name is not None else None, alias):
+        if key:
+            found.members.setdefault(key, tuple(members))
+
+
+def _prefix(field: Node, type_node: Node | None) -> str:
+    """The field's type with its qualifiers (`const char`), as written before its declarators."""
+    first = field.child_by_field_name("declarator")
+    end = first.start_byte if first is not None else (type_node.end_byte if type_node is not None else field.end_byte)
+    return field.text[: end - field.start_byte].decode("utf-8", errors="replace")
+
+
+def _is_static(field: Node) -> bool:
+    return any(c.type == "storage_class_specifier" and c.text == b"static" for c in field.children)
+
+
+def _has_function_declarator(node: Node) -> bool:
+    """A member function's declarator; `int (*cb)(int)` is a pointer member."""
+    while node is not None:
+        if node.type == "function_declarator":
+            inner = node.child_by_field_name("declarator")
+            return inner is not None and inner.type != "parenthesized_declarator"
+        node = node.child_by_field_name("declarator")
+    return False
+
+
+def _declared_name(node: Node | None) -> str:
+    while node is not None and node.type not in _NAMES:
+        inner = node.child_by_field_name("declarator")
+        if inner is None:
+            inner = next((c for c in node.named_children if c.type in _NAMES or "declarator" in c.type), None)
+        node = inner
+    return _text(node) if node is not None else ""
+
+
+def _enum(node: Node, alias: str | None, found: Declarations) -> None:
+    body = node.child_by_field_name("body")
+    if body is None:
+        return
+    name = node.child_by_field_name("name")
+    enum = _text(name) if name is not None else alias or "(anonymous enum)"
+    entries = [e for e in body.named_children if e.type == "enumerator"]
+    names = tuple(_text(e.child_by_field_name("name")) for e in entries)
+    values: dict[str, int | None] = {}
+    last: int | None = -1
+    for entry, ident in zip(entries, names):
+        value_node = entry.child_by_field_name("value")
+        last = _evaluate(_text(value_node), values) if value_node is not None else (
+            None if last is None else last + 1)
+        values[ident] = last
+    for ident in names:
+        found.enumerators.setdefault(ident, (enum, names, values[ident]))
+
+
+_INTEGER = re.compile(r"^(0[xX][0-9a-fA-F]+|0[bB][01]+|\d+)[uUlL]*$")
+
+
+def _evaluate(text: str, known: dict[str, int | None]) -> int | None:
+    """An enumerator's value when it is integers, earlier enumerators and C operators; else None
+    (then only its position and text are compared)."""
+    tokens = re.findall(r"0[xX][0-9a-fA-F]+[uUlL]*|0[bB][01]+[uUlL]*|\d+[uUlL]*|[A-Za-z_]\w*|<<|>>|[-+*/%|&^~()]", text)
+    if "".join(tokens) != "".join(text.split()):
+        return None
+    out = []
+    for token in tokens:
+        if _INTEGER.match(token):
+            out.append(str(int(token.rstrip("uUlL"), 0)))
+        elif token[0].isalpha() or token[0] == "_":
+            if known.get(token) is None:
+                return None
+            out.append(str(known[token]))
+        else:
+            out.append("//" if token == "/" else token)
+    try:
+        value = eval("".join(out), {"__builtins__": {}})  # digits and operators only, checked above
+    except (SyntaxError, ZeroDivisionError, TypeError):
+        return None
+    return value if isinstance(value, int) else None
+
+
+def _function(node: Node, found: Declarations) -> None:
+    """A function's (or member function's) parameters, from its declarator alone."""
+    for declarator in node.children_by_field_name("declarator"):
+        while declarator is not None and declarator.type != "function_declarator":
+            if declarator.type in ("init_declarator",):
+                break
+            declarator = declarator.child_by_field_name("declarator") or (
+                declarator.named_children[-1] if declarator.type == "reference_declarator"
+                and declarator.named_children else None)
+        if declarator is None or declarator.type != "function_declarator":
+            continue
+        name_node = declarator.child_by_field_name("declarator")
+        params = declarator.child_by_field_name("parameters")
+        if name_node is None or params is None or name_node.type == "parenthesized_declarator":
+            continue  # a function pointer: no function of that name
+        name = _text(name_node).rsplit("::", 1)[-1]
+        if any(p.type == "variadic_parameter" or p.text == b"..." for p in params.named_children):
+            continue
+        found.functions.setdefault(name, ())
+        found.functions[name] += (tuple(_parameter(p) for p in params.named_children if p.type in _PARAMETERS),)
+
+
+def _parameter(node: Node) -> Parameter:
+    declarator = node.child_by_field_name("declarator")
+    default = node.child_by_field_name("default_value")
+    ident = _declared_name(declarator) if declarator is not None else ""
+    end = default.start_byte if default is not None else node.end_byte
+    written = node.text[: end - node.start_byte].decode("utf-8", errors="replace").rstrip().rstrip("=")
+    if ident and written.rstrip().endswith(ident):
+        written = written.rstrip()[: -len(ident)]
+    return Parameter(_squash(written), ident, _text(default) if default is not None else None)

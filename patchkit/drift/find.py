@@ -1,0 +1,191 @@
+"""Semantic drift of a queue between two upstream commits (the lock's and the target's): for each
+good patch, what its added lines rely on, where upstream declares it, and whether that
+declaration changed where the lines feel it; with the commit that changed it.
+
+A person who looked at a finding writes `Reviewed-Drift: <entity> <commit>` in the patch: the
+finding is kept in the report as reviewed (not one that needs a person) while the declaration
+reads at the target as that commit left it; a later change is a finding again, from the
+reviewed declaration to the new one, naming the later commit.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from patchkit import git
+from patchkit.apply import PatchResult
+from patchkit.culprit import Culprit
+from patchkit.culprit import read as read_culprit
+from patchkit.drift.blame import blame
+from patchkit.drift.compare import Entity, describe, differs, entities, state
+from patchkit.drift.declarations import read as read_declarations
+from patchkit.drift.relies import Reliance, reliances
+from patchkit.drift.tree import Files
+from patchkit.patchfile.trailers import split as split_trailers
+from patchkit.queue import Patch
+from patchkit.scopes import is_cpp
+from patchkit.upstream import Mirror
+
+REVIEWED = "Reviewed-Drift"
+_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
+_WHAT = {"members": "initialises {entity} by position; its members",
+         "enumerator": "uses {key} of {entity} as a number; the enumerators",
+         "macro": "expands {entity}",
+         "default-argument": "calls {entity} relying on its default arguments",
+         "parameter-type": "calls {entity}; the parameters it passes (still converting)"}
+
+
+@dataclass(frozen=True)
+class Drift:
+    patch: str
+    kind: str  # "members", "enumerator", "macro", "default-argument", "parameter-type"
+    entity: str  # the struct, the enum, the macro, the function
+    declared_in: str  # the declaring file at the target
+    before: str  # at the lock
+    after: str  # at the target
+    lines: tuple[str, ...]  # the patch's lines that rely on it, `path:line` in the patched tree
+    culprit: Culprit | None  # the upstream commit that changed it
+    probes: int  # declaration reads the search for it spent
+    candidates: int  # first-parent commits between the lock and the target touching declared_in
+    reviewed: bool  # the patch's `Reviewed-Drift:` names this entity and commit: silenced
+    detail: str  # one line for humans
+
+
+def find_drift(mirror: Mirror, patches: Sequence[Patch], results: Sequence[PatchResult], before: str,
+               after: str, progress: Callable[[str], None] | None = None) -> tuple[Drift, ...]:
+    """The drift of each good PATCHES (RESULTS: at AFTER, one per patch, its commit in the mirror)
+    from BEFORE (the lock's commit) to AFTER (the target); the caller holds the mirror's lock."""
+    found: list[Drift] = []
+    with mirror.reader() as reader:
+        files = Files(mirror.path, reader)
+        for patch, result in zip(patches, results):
+            if result.good and result.commit:
+                if progress:
+                    progress(f"drift {patch.name}")
+                found += _patch_drift(files, mirror, patch, result.commit, before, after)
+    return tuple(found)
+
+
+def _patch_drift(files: Files, mirror: Mirror, patch: Patch, commit: str, before: str,
+                 after: str) -> list[Drift]:
+    added_lines = _added_lines(files, commit)
+    sources = {path: files.source(commit, path) or b"" for path in added_lines}
+    uses: dict[tuple[str, str, int], list[str]] = defaultdict(list)  # (kind, name, reach) -> path:line
+    wanted: dict[tuple[str, str, int], Reliance] = {}
+    for path, added in added_lines.items():
+        own = read_declarations(sources[path])  # what the patched file declares, the patch's own too
+        upstream_has = files.declarations(after, path)
+        for r in reliances(sources[path], added):
+            if entities(r, own) and not (upstream_has and entities(r, upstream_has)):
+                continue  # the patch relies on its own declaration
+            key = (r.kind, r.name, r.reach)
+            wanted.setdefault(key, r)
+            uses[key].append(f"{path}:{r.line}")
+    drifts = []
+    for key, (found, path) in _locate(files, after, sources, wanted).items():
+        for entity in found:
+            drift = _compare(files, mirror, patch, entity, path, before, after, tuple(uses[key]))
+            if drift is not None:
+                drifts.append(drift)
+    return _merged(drifts)
+
+
+def _added_lines(files: Files, commit: str) -> dict[str, list[int]]:
+    """The lines COMMIT (a patch's commit) adds to each C/C++ file, 1-based."""
+    diff = git.run(["diff-tree", "-p", "-U0", "--no-renames", "--no-color", "-r", f"{commit}^", commit],
+                   cwd=files.repo)
+    added: dict[str, list[int]] = {}
+    path = None
+    for line in diff.splitlines():
+        if line.startswith("+++ "):
+            name = line[4:]
+            path = name[2:] if name.startswith("b/") and is_cpp(name) else None
+        elif path is not None and (m := _HUNK.match(line)):
+            start, count = int(m.group(1)), int(m.group(2) if m.group(2) is not None else 1)
+            added.setdefault(path, []).extend(range(start, start + count))
+    return {p: sorted(lines) for p, lines in added.items() if lines}
+
+
+def _locate(files: Files, commit: str, sources: dict[str, bytes],
+            wanted: dict[tuple[str, str, int], Reliance]) -> dict[tuple[str, str, int], tuple[list[Entity], str]]:
+    """Where each WANTED reliance's declaration is at COMMIT: the patch's files and what they
+    include first, then the tree's headers (never for `x.f()`: a method's name alone says too
+    little to search for)."""
+    located: dict[tuple[str, str, int], tuple[list[Entity], str]] = {}
+    pending = dict(wanted)
+
+    def look(paths) -> None:
+        for path in paths:
+            declared = files.declarations(commit, path, {r.name for r in pending.values()})
+            for key, r in list(pending.items()):
+                found = entities(r, declared) if declared is not None else []
+                if found:
+                    located[key] = (found, path)
+                    del pending[key]
+            if not pending:
+                return
+
+    look(files.candidates(commit, sources.items()))
+    if pending:
+        look(files.search(commit, {r.name for r in pending.values() if r.kind != "method"}))
+    return located
+
+
+def _compare(files: Files, mirror: Mirror, patch: Patch, entity: Entity, path: str, before: str, after: str,
+             lines: tuple[str, ...]) -> Drift | None:
+    was = state(entity, files.declarations(before, path))
+    now = state(entity, files.declarations(after, path))
+    if was is None or now is None or not differs(entity, was, now):
+        return None  # unchanged, or not upstream's at the lock (new, moved: the compiler's business)
+    # A reviewed change is where the search starts again: a later change is a finding of its own.
+    reviewed = False
+    while True:
+        found = blame(files, entity, path, before, after, was)
+        if found.commit is None or not _reviewed(patch, entity, found.commit):
+            break
+        seen = state(entity, files.declarations(found.commit, path))
+        if seen is None or not differs(entity, seen, now):
+            reviewed = seen is not None
+            break
+        before, was = found.commit, seen
+    culprit = read_culprit(mirror, found.commit) if found.commit else None
+    old, new = describe(entity, was), describe(entity, now)
+    if old == new:
+        old, new = describe(entity, was, typed=True), describe(entity, now, typed=True)
+    what = _WHAT[entity.kind].format(entity=entity.name, key=entity.key)
+    detail = f"{what}: {old} → {new} (declared in {path}; relied on at {', '.join(lines)})"
+    if culprit is None:
+        detail += f"; the commit that changed it is not known: {found.why}"
+    return Drift(patch.name, entity.kind, entity.name, path, old, new, lines, culprit, found.probes,
+                 found.candidates, reviewed, detail)
+
+
+def _reviewed(patch: Patch, entity: Entity, commit: str) -> bool:
+    """The patch says a person looked at ENTITY as COMMIT changed it: `Reviewed-Drift: NAME ID`."""
+    for key, value in split_trailers(patch.body)[1]:
+        name, _, short = value.partition(" ")
+        short = short.strip().lower()
+        if key.lower() == REVIEWED.lower() and name in (entity.name, entity.key) and len(short) >= 7 \
+                and commit.startswith(short):
+            return True
+    return False
+
+
+def _merged(drifts: list[Drift]) -> list[Drift]:
+    """One drift per changed declaration: the lines of several reliances on it (a struct
+    initialised in two places with as many values) together."""
+    merged: dict[tuple[str, str, str, str], Drift] = {}
+    for d in drifts:
+        key = (d.kind, d.entity, d.before, d.after)
+        if key in merged:
+            first = merged[key]
+            lines = tuple(dict.fromkeys(first.lines + d.lines))
+            merged[key] = Drift(first.patch, first.kind, first.entity, first.declared_in, first.before, first.after,
+                                lines, first.culprit, first.probes, first.candidates, first.reviewed and d.reviewed,
+                                first.detail.replace(", ".join(first.lines), ", ".join(lines)))
+        else:
+            merged[key] = d
+    return list(merged.values())
