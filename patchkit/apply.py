@@ -357,10 +357,10 @@ class _FileLadder:
         return ladder.Search((), search.refused + (ladder.Refused(start, f"`{named}`", why),))
 
     def judge(self, h: Hunk, start: int) -> tuple[str, str] | None:
-        """Where a candidate place is, and why it is not the hunk's own, if it is not."""
-        if not h.section:
-            return None  # nothing names the hunk's function: today's rules
-        if self.sections.named(self._whole_section(h), start) is None and not self._moved_whole(h, start):
+        """Where a candidate place is, and why it is not the hunk's own, if it is not. A hunk without
+        a section (quilt's and plain diff's) is judged by the parse alone, where its base has one."""
+        if h.section and self.sections.named(self._whole_section(h), start) is None \
+                and not self._moved_whole(h, start):
             here = funcname_at(self.lines, start)
             return f"`{here or 'the top of the file'}`", f"the patch names `{h.section}`"
         own = self._own_function(h)
@@ -736,7 +736,7 @@ def _place_in(h: Hunk, pre: list[str]) -> int | None:
         return place.start
     sections = Sections(pre)
     starts = [s for s in ladder.occurrences(h.old_lines, pre, ladder.line_index(pre))
-              if sections.named(h.section, s) is not None]
+              if not h.section or sections.named(h.section, s) is not None]
     return starts[0] if len(starts) == 1 else None
 
 

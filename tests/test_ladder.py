@@ -22,8 +22,8 @@ def text(lines: list[str]) -> bytes:
     return "".join(f"{line}\n" for line in lines).encode()
 
 
-def run(h: Hunk, lines: list[str], bases=lambda fc: None, fuzz: int = 0):
-    fc = FileChange("f.c", "f.c", None, None, (h,))
+def run(h: Hunk, lines: list[str], bases=lambda fc: None, fuzz: int = 0, path: str = "f.c"):
+    fc = FileChange(path, path, None, None, (h,))
     verdicts, content = apply_file(fc, text(lines), bases, fuzz)
     return verdicts[0], content
 
@@ -164,18 +164,31 @@ def test_a_cpp_twin_in_another_method_of_the_same_class_is_refused_and_the_merge
            "is under `private:` (in `S::second` by a C++ parse of its base)" in verdicts[0].detail
 
 
+PRE_FG = ["void f() {", *BLOCK, "}", "void g() {", *BLOCK, "}"]
+POST_FG = ["void f() {", *BLOCK, "}", "void g() {", *CHANGED, "}"]
+UPSTREAM_FG = ["void f() {", *BLOCK, "}", "void g() {", "    int a = 10;", *BLOCK[1:], "}"]
+
+
 def test_line_steps_and_merge_must_agree():
-    """A section-less hunk finds the twin by lines; the merge puts it at the real site: refused."""
-    pre = ["void f() {", *BLOCK, "}", "void g() {", *BLOCK, "}"]
-    post = ["void f() {", *BLOCK, "}", "void g() {", *CHANGED, "}"]
-    upstream = ["void f() {", *BLOCK, "}", "void g() {", "    int a = 10;", *BLOCK[1:], "}"]
+    """A section-less hunk, in a file without the C++ parse, finds the twin by lines; the merge puts
+    it at the real site: refused."""
     h = hunk(BLOCK, CHANGED, 8)
-    verdict, content = run(h, upstream, bases=lambda fc: Base("the base", text(pre), text(post)))
+    verdict, content = run(h, UPSTREAM_FG, bases=lambda fc: Base("the base", text(PRE_FG), text(POST_FG)),
+                           path="f.txt")
     assert verdict.verdict is Verdict.CONFLICT and content is None
     assert verdict.detail == ("the line steps put it at line 2, the 3-way merge from the base elsewhere: "
                               "they disagree, so neither is trusted")
-    verdict, content = run(h, upstream)  # no base, no second opinion: today's rules
+    verdict, content = run(h, UPSTREAM_FG, path="f.txt")  # no base, no second opinion: today's rules
     assert verdict.verdict is Verdict.OFFSET
+
+
+def test_a_section_less_hunk_in_c_is_judged_by_the_parse_of_its_base():
+    """The same in C: the parse of the base says the hunk is g's, so the twin in f is no candidate,
+    and the merge places it in g."""
+    h = hunk(BLOCK, CHANGED, 8)
+    verdict, content = run(h, UPSTREAM_FG, bases=lambda fc: Base("the base", text(PRE_FG), text(POST_FG)))
+    assert verdict.verdict is Verdict.MERGED
+    assert content == text(["void f() {", *BLOCK, "}", "void g() {", "    int a = 10;", *CHANGED[1:], "}"])
 
 
 def test_already_applied_at_the_recorded_line_wins_over_a_twin():
