@@ -1,0 +1,61 @@
+"""Renderers of a `RebaseReport`: terminal (JSON is the generic `to_json`)."""
+
+from __future__ import annotations
+
+from patchkit.nightly.refresh import Change
+from patchkit.report import apply as render_apply
+from patchkit.report.nightly import finding_line
+
+
+def summary_line(report) -> str:
+    target = f"{report.upstream_commit[:12]} ({report.spec})"
+    if report.aborted:
+        return f"rebase: aborted; patches/, the lock and {report.output} are as they were before"
+    if report.stopped is not None:
+        return f"rebase: STOPPED at {report.stopped.patch} ({report.stopped.kind}) on {target}"
+    if report.finished is not None and report.finished.passed:
+        lock = "lock moved" if report.finished.lock_updated else "lock unchanged"
+        n = len(report.finished.patches)
+        return (f"rebase: done: {n} patch{'' if n == 1 else 'es'} good on {target}; "
+                f"{report.finished.bases_recorded} bases recorded; {lock}")
+    return f"rebase: NEEDS ATTENTION on {target}: the queue applied, its checks did not pass; " \
+           "fix them, then `patchkit rebase --continue`"
+
+
+def render_terminal(report, console) -> None:
+    for r in report.fixed:
+        console.print(f"{r.name}: taken from {report.output}, refreshed: {r.change.value}", markup=False)
+        if r.content_diff:
+            console.print(r.content_diff.rstrip(), markup=False)
+    for name in report.skipped:
+        console.print(f"{name}: disabled in the series (its file is kept)", markup=False)
+    for name in report.dropped:
+        console.print(f"{name}: removed from the series, its file deleted", markup=False)
+    stop = report.stopped
+    if stop is not None:
+        console.print(f"[bold]{stop.patch}[/] ({stop.subject}) needs a person: [red]{stop.kind}[/]"
+                      + (f" — {stop.detail}" if stop.detail else ""), markup=True, highlight=False)
+        for h in stop.hunks:
+            if not h.verdict.good:
+                for line in render_apply.hunk_lines(h):
+                    console.print(f"  {line}", markup=False)
+        if stop.failing_rules:
+            console.print(f"  its site checks fail: {', '.join(stop.failing_rules)}", markup=False)
+        if stop.finding is not None:
+            console.print(f"  {finding_line(stop.finding)}", markup=False)
+        for m in stop.markers:
+            console.print(f"  conflict markers: {report.output / m.file}:{m.line} (hunk {m.hunk})", markup=False)
+        if stop.reject_file is not None:
+            console.print(f"  no place fits {', '.join(stop.rejected)}: see {stop.reject_file}", markup=False)
+        if report.rest:
+            console.print("the rest of the queue at the target (a trial):", markup=False)
+            for p in report.rest:
+                console.print(f"  {p.name}: {p.verdict.value}" + (f" — {p.detail}" if p.detail else ""),
+                              markup=False)
+        console.print(f"next: {stop.next}", markup=False)
+    if report.finished is not None:
+        render_apply.render_terminal(report.finished, console)
+        changed = [r for r in report.fixed if r.change is not Change.UNCHANGED]
+        if changed:
+            console.print("commit patches/ and patchkit.lock: the queue is good at the target again", markup=False)
+    console.print(f"[{'green' if report.passed else 'red'}]{summary_line(report)}[/]")
