@@ -20,7 +20,7 @@ from datetime import date
 from pathlib import Path
 from typing import Callable
 
-from patchkit import git, refs
+from patchkit import git, refs, testpoint
 from patchkit.apply import HunkVerdict, PatchResult, Verdict, apply_queue
 from patchkit.errors import PatchkitError
 from patchkit.fileio import atomic_write
@@ -129,6 +129,7 @@ def resume(project: Project, action: str, hooks: Hooks = Hooks(), include: tuple
     fixed: tuple[Refreshed, ...] = ()
     if state.phase == STOPPED:
         refreshed = _take_fix(project, state, include)
+        testpoint.pause("rebase-fixed")
         fixed = (refreshed,) if refreshed else ()
         state = state.moved(phase=ADVANCING, done=(*state.done, *(r.name for r in fixed)))
         rebase_state.save(project, state)
@@ -142,6 +143,7 @@ def abort(project: Project) -> RebaseReport:
         state = state.moved(phase=ABORTING)
         rebase_state.save(project, state)
     rebase_state.restore_checkout(state.checkout)
+    testpoint.pause("rebase-abort")
     rebase_state.restore_files(project)
     rebase_state.finish(project)
     return RebaseReport("abort", state.spec, state.revision.commit, state.revision.branch_name,
@@ -167,6 +169,7 @@ def _step(project: Project, state: RebaseState, action: str, hooks: Hooks, warni
         stop = _advance(project, state, hooks, warn)
         if stop is not None:
             stopped, rest, prefix, files = stop
+            testpoint.pause("rebase-stop")
             rebase_state.save(project, state.moved(phase=STOPPED, stopped=stopped.patch, stop_kind=stopped.kind,
                                                    prefix=prefix, files=files))
             return replace(report, stopped=stopped, rest=rest, warnings=tuple(warnings))
