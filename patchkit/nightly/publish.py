@@ -160,8 +160,9 @@ def _is_ours(folder: Path, path: str, manifest: list[tuple[str, str]]) -> bool:
 def _sync_issues(report: NightlyReport, rendered: Rendered, github: GitHubConfig, run_url: str | None,
                  progress: Callable[[str], None] | None) -> None:
     """One issue per failing patch; those of patches good again are closed."""
+    fix = f"\n\nTo fix it: `patchkit rebase upstream@{report.apply.upstream_commit}`, edit, `patchkit rebase --continue`."
     problems = [PatchProblem(p.name, p.verdict.value, p.detail or p.verdict.value,
-                             rendered.findings.get(p.name, p.detail))
+                             rendered.findings.get(p.name, p.detail) + fix)
                 for p in report.apply.patches if not p.good or p.name in rendered.findings]
     good = [p.name for p in report.apply.patches if p.good and p.name not in rendered.findings]
     GitHub(github, progress=progress).sync_issues(problems, good, run_url)
