@@ -7,8 +7,8 @@ checked out as `apply` would (output.check_out: the same commits), and that one 
 the work tree as far as it goes (markers.py). `--continue` takes the work tree as that patch's new
 content: committed there, regenerated in the refresh format (nightly/refresh.py: churn-free,
 `Last-Update:` only on a content change), applied again through the core to prove it gives back the
-same tree, and written; then the next step. When no patch needs a person, `apply --update-lock` at
-the target (`pipeline.run_apply`) records the bases and moves the lock, forward only.
+same tree, and written; then the next step. When no patch needs a person, a night at the target
+(nightly/night.py) refreshes every patch, records the bases and moves the lock, forward only.
 """
 
 from __future__ import annotations
@@ -26,10 +26,11 @@ from patchkit.errors import PatchkitError
 from patchkit.fileio import atomic_write
 from patchkit.hooks import Hooks, collect_warnings
 from patchkit.nightly.bisect import Finding, bisect_queue
+from patchkit.nightly.night import NightlyOptions, NightlyReport, run_nightly, write_refresh
 from patchkit.nightly.refresh import Change, Refreshed, refresh_queue
 from patchkit.output import check_out, check_output
 from patchkit.patchfile.series import read_text, write_series
-from patchkit.pipeline import ApplyOptions, ApplyReport, applied_at, resolve, run_apply
+from patchkit.pipeline import applied_at, resolve
 from patchkit.project import Project
 from patchkit.queue import Patch, Queue, read_patch
 from patchkit.rebase import state as rebase_state
@@ -80,7 +81,7 @@ class RebaseReport:
     dropped: tuple[str, ...] = ()  # removed from the series in this step
     stopped: Stop | None = None
     rest: tuple[PatchResult, ...] = ()  # the patches after the stop, as a trial at the target gives them
-    finished: ApplyReport | None = None  # the last step: `apply --update-lock` at the target
+    finished: NightlyReport | None = None  # the last step: a good night at the target
     aborted: bool = False
     warnings: tuple[str, ...] = ()
     passed: bool = field(init=False)
@@ -242,8 +243,8 @@ def _next_command(kind: str, patch: Patch, checkout: Path, finding: Finding | No
     if kind == Verdict.MALFORMED.value:
         return f"fix {patch.path}, then `patchkit rebase --continue`"
     if kind == Verdict.ALREADY_APPLIED.value:
-        line = f"add `{finding.applied_upstream}` to {patch.path}, then " if finding and finding.applied_upstream else ""
-        return f"{line}`patchkit rebase --drop` (upstream has the change)"
+        recorded = f"; record it as `{finding.applied_upstream}`" if finding and finding.applied_upstream else ""
+        return f"`patchkit rebase --drop`: upstream has the change{recorded}"
     if kind == Verdict.FUZZED.value:
         return f"look at the change in {checkout} (`git -C {checkout} diff`), then `patchkit rebase --continue`"
     return (f"edit the files in {checkout} until the patch is right (its markers gone), then "
@@ -337,22 +338,29 @@ def note_commits(checkout: Path, revision: Revision, results: list[PatchResult])
                     cwd=checkout, env=env)
 
 
-def _finish(project: Project, state: RebaseState, hooks: Hooks) -> ApplyReport:
-    """Every patch good at the target: `apply --update-lock` there (bases and lock, forward only),
-    then the branch's tree must be the core's."""
-    options = ApplyOptions(spec=state.spec, upstream=state.upstream, fetch=False,
-                           output=Path(state.checkout.path), force=True, update_lock=True)
-    report = run_apply(project, options, hooks)
-    if report.upstream_commit != state.revision.commit:
-        raise PatchkitError(f"{state.spec} is {report.upstream_commit[:12]} in the mirror now, not "
+def _finish(project: Project, state: RebaseState, hooks: Hooks) -> NightlyReport:
+    """Every patch good at the target: a good night there (the queue applied and checked out,
+    every patch refreshed, the bases recorded and the lock moved, forward only); then the
+    refreshed queue, applied again through the core, must give the branch's tree."""
+    checkout = Path(state.checkout.path)
+    report = run_nightly(project, NightlyOptions(spec=state.spec, upstream=state.upstream, fetch=False,
+                                                 output=checkout, force=True), hooks)
+    if report.apply.upstream_commit != state.revision.commit:
+        raise PatchkitError(f"{state.spec} is {report.apply.upstream_commit[:12]} in the mirror now, not "
                             f"{state.revision.commit[:12]} as when the rebase began",
                             "run `patchkit rebase --abort`, then rebase onto the new commit")
-    checkout = Path(state.checkout.path)
-    head_tree = git.run(["rev-parse", "HEAD^{tree}"], cwd=checkout)
-    if head_tree != report.tree:
-        raise PatchkitError(f"the branch in {checkout} has tree {head_tree[:12]}, the queue gives {report.tree[:12]}",
-                            "run `patchkit rebase --continue` again")
-    note_commits(checkout, state.revision, list(report.patches))
+    if not report.passed:
+        return report
+    write_refresh(project, report)
+    mirror = Mirror.open(project, state.upstream)
+    with mirror.locked(), applied_at(project, mirror, state.revision, Queue.load(project).patches,
+                                     check=False) as (_, again):
+        head_tree = git.run(["rev-parse", "HEAD^{tree}"], cwd=checkout)
+        if again.tree != head_tree or not again.passed:
+            raise PatchkitError(f"the refreshed queue gives tree {again.tree[:12]} at {state.revision.commit[:12]}, "
+                                f"the branch in {checkout} has {head_tree[:12]}",
+                                "run `patchkit rebase --continue` again, or `--abort`")
+    note_commits(checkout, state.revision, list(report.apply.patches))
     return report
 
 

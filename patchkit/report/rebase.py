@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from patchkit.nightly.refresh import Change
+from patchkit.apply import Verdict
 from patchkit.report import apply as render_apply
+from patchkit.report import nightly as render_nightly
 from patchkit.report.nightly import finding_line
 
 
@@ -14,12 +15,9 @@ def summary_line(report) -> str:
     if report.stopped is not None:
         return f"rebase: STOPPED at {report.stopped.patch} ({report.stopped.kind}) on {target}"
     if report.finished is not None and report.finished.passed:
-        lock = "lock moved" if report.finished.lock_updated else "lock unchanged"
-        n = len(report.finished.patches)
-        return (f"rebase: done: {n} patch{'' if n == 1 else 'es'} good on {target}; "
-                f"{report.finished.bases_recorded} bases recorded; {lock}")
-    return f"rebase: NEEDS ATTENTION on {target}: the queue applied, its checks did not pass; " \
-           "fix them, then `patchkit rebase --continue`"
+        return f"rebase: done; {render_nightly.summary_line(report.finished)}"
+    return f"rebase: NEEDS ATTENTION on {target}: every patch applied, the night is not good; " \
+           "fix what it says, then `patchkit rebase --continue`"
 
 
 def render_terminal(report, console) -> None:
@@ -36,7 +34,7 @@ def render_terminal(report, console) -> None:
         console.print(f"[bold]{stop.patch}[/] ({stop.subject}) needs a person: [red]{stop.kind}[/]"
                       + (f" — {stop.detail}" if stop.detail else ""), markup=True, highlight=False)
         for h in stop.hunks:
-            if not h.verdict.good:
+            if not h.verdict.good or h.verdict is Verdict.FUZZED:
                 for line in render_apply.hunk_lines(h):
                     console.print(f"  {line}", markup=False)
         if stop.failing_rules:
@@ -54,8 +52,7 @@ def render_terminal(report, console) -> None:
                               markup=False)
         console.print(f"next: {stop.next}", markup=False)
     if report.finished is not None:
-        render_apply.render_terminal(report.finished, console)
-        changed = [r for r in report.fixed if r.change is not Change.UNCHANGED]
-        if changed:
+        render_nightly.render_terminal(report.finished, console)
+        if report.finished.passed:
             console.print("commit patches/ and patchkit.lock: the queue is good at the target again", markup=False)
     console.print(f"[{'green' if report.passed else 'red'}]{summary_line(report)}[/]")

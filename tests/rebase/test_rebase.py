@@ -127,7 +127,7 @@ def test_a_conflict_stops_with_markers_and_a_scripted_fix_ends_in_a_locked_queue
     take_post_image(source)
     done = rebase(project, "--continue")
     assert done.returncode == 0, done.stderr + done.stdout
-    assert "rebase: done: 1 patch good" in done.stdout
+    assert "rebase: done; nightly: 1 patch good" in done.stdout
     after = (project.patches_dir / "server-keep-speculative-checkpoints-on-device.patch").read_bytes()
     assert after != before and b"LLAMA_STATE_SEQ_FLAGS_NO_SYNC);\n+" in after
     lock = project.lock()
@@ -136,6 +136,8 @@ def test_a_conflict_stops_with_markers_and_a_scripted_fix_ends_in_a_locked_queue
     # The queue is good at the locked commit: apply is clean, its checks pass.
     again = apply(project, "locked", check=True)
     assert again.passed and again.patches[0].verdict.value == "clean"
+    verified = run_cli("verify", cwd=project.root)
+    assert verified.returncode == 0, verified.stdout + verified.stderr
     tip = git.run(["rev-parse", "HEAD"], cwd=project.output_dir)
     note = git.run(["notes", "--ref=refs/notes/patchkit", "show", tip], cwd=project.output_dir)
     assert note == "Patchkit-Patch: server-keep-speculative-checkpoints-on-device.patch"
@@ -306,3 +308,48 @@ def test_an_abort_killed_half_way_is_finished_by_the_next(queue_project):
     assert refused.returncode == 2 and "--abort" in refused.stderr
     assert rebase(project, "--abort").returncode == 0
     assert snapshot(project) == before
+
+
+# --- the other reasons to stop ------------------------------------------------------------------
+
+def test_a_fuzzed_patch_stops_for_a_look_and_continue_records_it_without_fuzz(project):
+    proc = rebase(project, "upstream@scenario/merged", "--fuzz", "1", "--json", "-")
+    assert proc.returncode == 1, proc.stderr
+    stop = json.loads(proc.stdout)["stopped"]
+    assert stop["kind"] == "fuzzed" and "git -C" in stop["next"]
+    assert git.run(["status", "--porcelain"], cwd=project.output_dir)  # the fuzzed change, to look at
+    done = rebase(project, "--continue")
+    assert done.returncode == 0, done.stderr + done.stdout
+    again = apply(project, "locked")
+    assert again.patches[0].verdict.value == "clean"
+
+
+def test_an_already_applied_patch_proposes_drop(project, upstream):
+    apply(project, "b1000", update_lock=True)
+    proc = rebase(project, "upstream@scenario/already-applied", "--json", "-")
+    assert proc.returncode == 1, proc.stderr
+    stop = json.loads(proc.stdout)["stopped"]
+    culprit = git.run(["rev-parse", "scenario/already-applied"], cwd=upstream.path)
+    assert stop["kind"] == "already-applied" and "--drop" in stop["next"]
+    assert f"Applied-Upstream: commit:{culprit}" in stop["next"]
+    nothing = rebase(project, "--continue")
+    assert nothing.returncode == 2 and "changes nothing" in nothing.stderr and "--drop" in nothing.stderr
+    dropped = rebase(project, "--drop")
+    assert dropped.returncode == 0, dropped.stderr + dropped.stdout
+    assert project.lock().patches == {} and project.lock().upstream_commit == culprit
+
+
+def test_a_patch_that_cannot_be_read_is_fixed_in_its_file(queue_project):
+    project = queue_project
+    p1 = project.patches_dir / "p1.patch"
+    good = p1.read_bytes()
+    p1.write_bytes(good.replace(b"@@ -2,7 +2,7 @@", b"@@ -2,7 +2,9 @@"))
+    proc = rebase(project, "upstream@v1", "--json", "-")
+    assert proc.returncode == 1, proc.stderr
+    stop = json.loads(proc.stdout)["stopped"]
+    assert stop["kind"] == "malformed" and f"fix {p1}" in stop["next"]
+    p1.write_bytes(good)
+    done = rebase(project, "--continue")
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert p1.read_bytes().startswith(b"From 0000000000000000000000000000000000000000 ")  # refreshed
+    assert run_cli("verify", cwd=project.root).returncode == 0
