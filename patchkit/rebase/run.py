@@ -124,7 +124,10 @@ def resume(project: Project, action: str, hooks: Hooks = Hooks(), include: tuple
         if state.phase != STOPPED or state.stopped is None:
             raise PatchkitError(f"the rebase is not stopped at a patch (it is {state.phase})",
                                 "run `patchkit rebase --continue`")
-        state = state.moved(phase=ADVANCING, **{f"{action}ped": (*getattr(state, f"{action}ped"), state.stopped)})
+        if action == "skip":
+            state = state.moved(phase=ADVANCING, skipped=(*state.skipped, state.stopped))
+        else:
+            state = state.moved(phase=ADVANCING, dropped=(*state.dropped, state.stopped))
         rebase_state.save(project, state)
         return _step(project, state, action, hooks, warnings, warn)
     fixed: tuple[Refreshed, ...] = ()

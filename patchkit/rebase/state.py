@@ -149,7 +149,7 @@ def describe_checkout(path: Path) -> Checkout:
     head = git.run(["symbolic-ref", "--quiet", "HEAD"], cwd=path, check=False)
     head = f"ref: {head}" if head else git.run(["rev-parse", "--verify", "--quiet", "HEAD"], cwd=path, check=False)
     listing = git.run(["for-each-ref", "--format=%(objectname) %(refname)"], cwd=path)
-    refs = dict(reversed(line.split(" ", 1)) for line in listing.splitlines())
+    refs = {ref: oid for oid, ref in (line.split(" ", 1) for line in listing.splitlines())}
     untracked = git.run(["ls-files", "-z", "--others", "--exclude-standard"], cwd=path)
     return Checkout(str(path), True, head, refs, tuple(filter(None, untracked.split("\0"))))
 
