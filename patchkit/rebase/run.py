@@ -108,7 +108,7 @@ def start(project: Project, options: RebaseOptions, hooks: Hooks = Hooks()) -> R
         revision = resolve(mirror, options.spec, options.fetch, hooks, warn)
         mirror.guard_pin(revision.commit)  # the lock this rebase ends with never moves back
     state = RebaseState(options.spec, options.upstream, options.fuzz, revision,
-                        rebase_state.describe_checkout(output), ADVANCING, date.today().isoformat())
+                        rebase_state.describe_checkout(output), ADVANCING)
     rebase_state.begin(project, state)
     return _step(project, state, "start", hooks, warnings, warn)
 
@@ -135,7 +135,7 @@ def resume(project: Project, action: str, hooks: Hooks = Hooks(), include: tuple
         refreshed = _take_fix(project, state, include)
         testpoint.pause("rebase-fixed")
         fixed = (refreshed,) if refreshed else ()
-        state = state.moved(phase=ADVANCING, done=(*state.done, *(r.name for r in fixed)))
+        state = state.moved(phase=ADVANCING)
         rebase_state.save(project, state)
     return _step(project, state, "continue", hooks, warnings, warn, fixed)
 
@@ -373,7 +373,7 @@ def _settle_series(project: Project, state: RebaseState) -> None:
     text = read_text(project.series_path)
     new = text
     for name in state.skipped:
-        new = disable(new, name, disabled_line(name, state.started, _why(state, name)))
+        new = disable(new, name, disabled_line(name, date.today().isoformat(), _why(state, name)))
     for name in state.dropped:
         new = disable(new, name, None)
     if new != text:

@@ -52,12 +52,10 @@ class RebaseState:
     revision: Revision
     checkout: Checkout
     phase: str
-    started: str  # ISO date, for the series' disabled lines
     stopped: str | None = None  # the patch (its name in the series) waiting for a person
     stop_kind: str = ""  # its verdict, or "checks-failed"
     prefix: str = ""  # the commit the stopped patch goes on (its fix is the change from here)
     files: tuple[str, ...] = ()  # the stopped patch's files in the checkout (upstream's moves followed)
-    done: tuple[str, ...] = ()  # patches fixed by a person in this rebase, in order
     skipped: tuple[str, ...] = ()
     dropped: tuple[str, ...] = ()
 
@@ -82,7 +80,7 @@ def load(project: Project) -> RebaseState | None:
     data["revision"] = Revision(**data["revision"])
     checkout = data["checkout"]
     data["checkout"] = Checkout(**{**checkout, "untracked": tuple(checkout["untracked"])})
-    for key in ("done", "skipped", "dropped", "files"):
+    for key in ("skipped", "dropped", "files"):
         data[key] = tuple(data[key])
     return RebaseState(**data)
 
