@@ -22,6 +22,7 @@ from typing import Callable
 
 from patchkit import git, refs, testpoint
 from patchkit.apply import HunkVerdict, PatchResult, Verdict, apply_queue
+from patchkit.checks import CheckReport
 from patchkit.errors import PatchkitError
 from patchkit.fileio import atomic_write
 from patchkit.hooks import Hooks, collect_warnings
@@ -64,7 +65,7 @@ class Stop:
     markers: tuple[Marker, ...] = ()
     rejected: tuple[str, ...] = ()  # hunks in reject_file, "FILE hunk N"
     reject_file: Path | None = None
-    failing_rules: tuple[str, ...] = ()  # checks-failed: the patch's rule ids that fail
+    checks: CheckReport | None = None  # checks-failed: the patch's own rules at the target
     finding: Finding | None = None  # the upstream commit that did it, as the nightly names it
     next: str = ""  # what to run next
 
@@ -220,8 +221,9 @@ def _advance(project: Project, state: RebaseState, hooks: Hooks, warn: Callable[
             applied.record(result_ref)
             git.run(["update-ref", result_ref, prefix], cwd=mirror.path)
             renames = dict(applied.renames)
-            failing_rules = tuple(r.rule_id for r in (report.checks.failing if report.checks else ())
-                                  if r.source == str(patch.checks_path))
+            checks = CheckReport(report.checks.target, tuple(r for r in report.checks.rules
+                                                             if r.source == str(patch.checks_path))) \
+                if kind == CHECKS_FAILED and report.checks else None
             rest = applied.patches[k + 1:]
             findings = bisect_queue(mirror, project, queue.patches[:k + 1], mirror.locked_commit, revision.commit,
                                     applied.patches[:k + 1], report.checks, progress=hooks.progress)
@@ -237,7 +239,7 @@ def _advance(project: Project, state: RebaseState, hooks: Hooks, warn: Callable[
     finding = next((f for f in findings if f.patch == patch.name), None)
     stop = Stop(patch.name, patch.subject, kind, result.detail, result.hunks,
                 partial.markers if partial else (), partial.rejected if partial else (),
-                partial.reject_file if partial else None, failing_rules, finding,
+                partial.reject_file if partial else None, checks, finding,
                 _next_command(kind, patch, checkout, finding))
     return stop, rest, prefix, files
 

@@ -37,8 +37,10 @@ def render_terminal(report, console) -> None:
             if not h.verdict.good or h.verdict is Verdict.FUZZED:
                 for line in render_apply.hunk_lines(h):
                     console.print(f"  {line}", markup=False)
-        if stop.failing_rules:
-            console.print(f"  its site checks fail: {', '.join(stop.failing_rules)}", markup=False)
+        if stop.checks is not None:
+            from patchkit.report.check import render_terminal as render_checks
+
+            render_checks(stop.checks, console)
         if stop.finding is not None:
             console.print(f"  {finding_line(stop.finding)}", markup=False)
         for m in stop.markers:

@@ -353,3 +353,57 @@ def test_a_patch_that_cannot_be_read_is_fixed_in_its_file(queue_project):
     assert done.returncode == 0, done.stderr + done.stdout
     assert p1.read_bytes().startswith(b"From 0000000000000000000000000000000000000000 ")  # refreshed
     assert run_cli("verify", cwd=project.root).returncode == 0
+
+
+def test_a_patch_whose_site_checks_fail_stops_applied_and_continue_checks_again(project):
+    apply(project, "b1000", update_lock=True)
+    proc = rebase(project, "upstream@scenario/new-site", "--json", "-")
+    assert proc.returncode == 1, proc.stderr
+    stop = json.loads(proc.stdout)["stopped"]
+    assert stop["kind"] == "checks-failed"
+    assert [r["id"] for r in stop["checks"]["rules"] if not r["passed"]] == ["speculative-checkpoints-on-device"]
+    source = project.output_dir / "tools/server/server-context.cpp"
+    assert "slot.spec_ckpt_flags" in source.read_text()  # the patch, applied in the work tree
+    again = rebase(project, "--continue", "--json", "-")  # nothing fixed: the same stop
+    assert again.returncode == 1 and json.loads(again.stdout)["stopped"]["kind"] == "checks-failed"
+    # The fix: the new site gets the flag, and the rule counts seven sites now.
+    text = source.read_text()
+    old = "ckpt.load_dft(slot.ctx_dft, slot.id, LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY);"
+    assert text.count(old) == 1
+    source.write_text(text.replace(old, "ckpt.load_dft(slot.ctx_dft, slot.id, slot.spec_ckpt_flags);"))
+    rules = project.patches_dir / "server-keep-speculative-checkpoints-on-device.checks.yaml"
+    rules.write_text(rules.read_text().replace("expect-count: 6", "expect-count: 7"))
+    done = rebase(project, "--continue")
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert "+            ckpt.load_dft(slot.ctx_dft, slot.id, slot.spec_ckpt_flags);" in \
+        (project.patches_dir / "server-keep-speculative-checkpoints-on-device.patch").read_text()
+
+
+def test_a_hunk_with_no_place_goes_to_a_reject_file(queue_project):
+    project = queue_project
+    up = Path(project.lock().upstream_url)
+    git.run(["checkout", "--quiet", "-b", "gone", "v1"], cwd=up)
+    (up / "b.c").unlink()
+    commit(up, {}, "upstream : remove b.c")
+    git.run(["checkout", "--quiet", "master"], cwd=up)
+    proc = rebase(project, "upstream@gone", "--json", "-")
+    assert proc.returncode == 1, proc.stderr
+    stop = json.loads(proc.stdout)["stopped"]
+    assert stop["patch"] == "p2.patch" and stop["kind"] == "missing-file" and stop["markers"] == []
+    reject = project.state_dir / "rebase" / "p2.patch.rej"
+    assert stop["reject_file"] == str(reject) and stop["rejected"] == ["b.c hunk 1: b.c is not in the checkout"]
+    text = reject.read_text()
+    assert "-int b7(void) { return 7; }\n+int b7(void) { return 70; }\n" in text
+    terminal = rebase(project, "--abort")
+    assert terminal.returncode == 0 and not reject.exists()
+
+
+def test_a_drop_killed_half_way_is_finished_by_continue(queue_project):
+    project = queue_project
+    assert rebase(project, "upstream@v2").returncode == 1
+    kill_at(start(project, "--drop", pause="checkout"), "checkout")
+    resumed = rebase(project, "--continue", "--json", "-")
+    assert resumed.returncode == 1, resumed.stderr
+    assert json.loads(resumed.stdout)["stopped"]["patch"] == "p2.patch"
+    assert "p1.patch" not in (project.patches_dir / "series").read_text()
+    assert not (project.patches_dir / "p1.patch").exists()
