@@ -35,7 +35,7 @@ from patchkit.pipeline import applied_at, resolve
 from patchkit.project import Project
 from patchkit.queue import Patch, Queue, read_patch
 from patchkit.rebase import state as rebase_state
-from patchkit.rebase.markers import Marker, find_markers, write_partial
+from patchkit.rebase.markers import Marker, Partial, find_markers, write_partial
 from patchkit.rebase.series import disable, disabled_line
 from patchkit.rebase.state import ABORTING, ADVANCING, FINISHING, STOPPED, RebaseState
 from patchkit.upstream import Mirror, Revision
@@ -240,20 +240,25 @@ def _advance(project: Project, state: RebaseState, hooks: Hooks, warn: Callable[
     stop = Stop(patch.name, patch.subject, kind, result.detail, result.hunks,
                 partial.markers if partial else (), partial.rejected if partial else (),
                 partial.reject_file if partial else None, checks, finding,
-                _next_command(kind, patch, checkout, finding))
+                _next_command(kind, patch, checkout, finding, partial))
     return stop, rest, prefix, files
 
 
-def _next_command(kind: str, patch: Patch, checkout: Path, finding: Finding | None) -> str:
+def _next_command(kind: str, patch: Patch, checkout: Path, finding: Finding | None, partial: Partial | None) -> str:
+    or_else = "; or `--skip` (disable it) / `--drop` (remove it)"
     if kind == Verdict.MALFORMED.value:
-        return f"fix {patch.path}, then `patchkit rebase --continue`"
+        return f"fix {patch.path}, then `patchkit rebase --continue`{or_else}"
     if kind == Verdict.ALREADY_APPLIED.value:
         recorded = f"; record it as `{finding.applied_upstream}`" if finding and finding.applied_upstream else ""
         return f"`patchkit rebase --drop`: upstream has the change{recorded}"
     if kind == Verdict.FUZZED.value:
         return f"look at the change in {checkout} (`git -C {checkout} diff`), then `patchkit rebase --continue`"
-    return (f"edit the files in {checkout} until the patch is right (its markers gone), then "
-            "`patchkit rebase --continue`; or `--skip` (disable it) / `--drop` (remove it)")
+    if kind == CHECKS_FAILED:
+        return (f"fix the sites the checks name in {checkout} (or the rules, {patch.checks_path}), then "
+                f"`patchkit rebase --continue`{or_else}")
+    todo = [*(["resolve the markers"] if partial and partial.markers else []),
+            *([f"apply by hand what {partial.reject_file} holds"] if partial and partial.reject_file else [])]
+    return f"in {checkout}, {' and '.join(todo) or 'edit the files'}, then `patchkit rebase --continue`{or_else}"
 
 
 def _take_fix(project: Project, state: RebaseState, include: tuple[str, ...]) -> Refreshed | None:
