@@ -62,8 +62,12 @@ def write_partial(checkout: Path, patch: Patch, result: PatchResult, renames: di
             rejects += [_reject(fc, h, verdicts.get((fc.path, h.index)), f"{path} is not in the checkout")
                         for h in fc.hunks]
             continue
+        placed = all(verdicts[(fc.path, h.index)].verdict.good for h in fc.hunks if (fc.path, h.index) in verdicts)
+        if fc.new_path is None and placed:  # a deletion whose pre-image is there: done as the patch says
+            target.unlink()
+            continue
         lines = _LINE.findall(target.read_bytes())
-        edits: list[tuple[int, int, list[bytes], int | None]] = []  # start, end, new lines, marked hunk
+        edits: list[tuple[int, int, list[bytes], Hunk, bool]] = []  # start, end, new lines, hunk, marked
         for h in fc.hunks:
             v = verdicts.get((fc.path, h.index))
             if v is None or v.verdict is Verdict.ALREADY_APPLIED:
@@ -71,30 +75,32 @@ def write_partial(checkout: Path, patch: Patch, result: PatchResult, renames: di
             pre = [line.encode("utf-8", "surrogateescape") for line in h.old_lines]
             start = (v.actual_line or 0) - 1
             if v.verdict.good and start >= 0 and lines[start:start + len(pre)] == pre:
-                edits.append((start, start + len(pre), _encoded(h.new_lines), None))
+                edits.append((start, start + len(pre), _encoded(h.new_lines), h, False))
             elif (v.nearest_line or v.actual_line) is not None:
                 start = (v.nearest_line or v.actual_line or 1) - 1
                 theirs = _encoded(v.nearest) if v.nearest_line else lines[start:start + len(pre)]
-                edits.append((start, start + len(theirs), _block(theirs, h, _label(patch.name, h, path)), h.index))
+                edits.append((start, start + len(theirs), _block(theirs, h, _label(patch.name, h, path)), h, True))
             else:
                 rejects.append(_reject(fc, h, v, v.detail or v.verdict.value))
         edits.sort(key=lambda e: e[0])
         kept, end = [], 0
         for edit in edits:  # two hunks on one place: the later one cannot be written there
             if edit[0] < end:
-                h = next(h for h in fc.hunks if h.index == (edit[3] or 0)) if edit[3] else None
-                rejects.append(_reject(fc, h, None, "overlaps the hunk before it"))
+                rejects.append(_reject(fc, edit[3], verdicts.get((fc.path, edit[3].index)), "overlaps the hunk before it"))
                 continue
             kept.append(edit)
             end = edit[1]
         shift = 0
-        for start, stop, new, hunk in kept:
-            if hunk is not None:
-                markers.append(Marker(path, start + shift + 1, hunk))
+        for start, stop, new, h, marked in kept:
+            if marked:
+                markers.append(Marker(path, start + shift + 1, h.index))
             shift += len(new) - (stop - start)
-        for start, stop, new, _ in reversed(kept):
+        for start, stop, new, _, _ in reversed(kept):
             lines[start:stop] = new
         atomic_write(target, b"".join(lines))
+        if fc.new_path not in (None, fc.old_path) and placed:  # the patch moves the file too
+            (checkout / fc.new_path).parent.mkdir(parents=True, exist_ok=True)
+            target.rename(checkout / fc.new_path)
     reject_file = None
     if rejects:
         reject_file = reject_dir / f"{patch.name}.rej"
