@@ -158,8 +158,11 @@ def test_a_rebase_that_stops_twice_says_what_the_rest_would_do(queue_project):
     log = git.run(["log", "--format=%s", "v2..HEAD"], cwd=project.output_dir).splitlines()
     assert log == ["a : five is fifty"]  # p1 committed, p2 waiting in the work tree
     take_post_image(project.output_dir / "b.c")
-    third = rebase(project, "--continue")
+    third = rebase(project, "--continue", "--json", "-")
     assert third.returncode == 0, third.stderr + third.stdout
+    finished = json.loads(third.stdout)
+    assert_matches_schema(finished)
+    assert finished["passed"] and finished["finished"]["lock_moved"] and finished["stopped"] is None
     assert git.run(["log", "--format=%s", "v2..HEAD"], cwd=project.output_dir).splitlines() == [
         "a : twenty-five", "b : seven is seventy", "a : five is fifty"]
     assert "return 5 + 0;" in (project.patches_dir / "p1.patch").read_text()
@@ -184,6 +187,8 @@ def test_skip_disables_and_drop_removes(queue_project):
     assert rebase(project, "upstream@v2").returncode == 1
     skipped = rebase(project, "--skip", "--json", "-")
     assert skipped.returncode == 1, skipped.stderr
+    assert_matches_schema(json.loads(skipped.stdout))
+    assert json.loads(skipped.stdout)["skipped"] == ["p1.patch"]
     assert json.loads(skipped.stdout)["stopped"]["patch"] == "p2.patch"
     series = (project.patches_dir / "series").read_text()
     assert series.startswith("# disabled: p1.patch (on ") and "conflict at upstream" in series
@@ -194,9 +199,10 @@ def test_skip_disables_and_drop_removes(queue_project):
     assert [line for line in (project.patches_dir / "series").read_text().splitlines()
             if not line.startswith("#")] == ["p3.patch"]
     assert project.lock().patches.keys() == {"p3.patch"}
-    status = run_cli("status", "--json", "-", cwd=project.root)
-    assert json.loads(status.stdout)["disabled"] == [{"name": "p1.patch", "why": json.loads(status.stdout)
-                                                      ["disabled"][0]["why"]}]
+    status = json.loads(run_cli("status", "--json", "-", cwd=project.root).stdout)
+    assert_matches_schema(status)
+    (entry,) = status["disabled"]
+    assert entry["name"] == "p1.patch" and "conflict at upstream" in entry["why"] and status["rebase"] is None
 
 
 def test_abort_restores_everything_byte_for_byte_after_continues(queue_project):
@@ -207,8 +213,9 @@ def test_abort_restores_everything_byte_for_byte_after_continues(queue_project):
     assert rebase(project, "--continue").returncode == 1
     (project.output_dir / "new-untracked.txt").write_text("made while the rebase stood\n")
     assert (project.patches_dir / "p1.patch").read_bytes() != before["files"][Path("patches/p1.patch")]
-    aborted = rebase(project, "--abort")
+    aborted = rebase(project, "--abort", "--json", "-")
     assert aborted.returncode == 0, aborted.stderr
+    assert_matches_schema(json.loads(aborted.stdout))
     assert snapshot(project) == before
     assert not (project.state_dir / "rebase").exists()
 
