@@ -232,6 +232,8 @@ def _advance(project: Project, state: RebaseState, hooks: Hooks, warn: Callable[
     note_commits(checkout, revision, [r for r in applied.patches[:k] if r.commit])
     files = tuple(dict.fromkeys(renames.get(p, p) for p in patch.touched_paths))
     partial = None
+    for stale in rebase_state.folder(project).glob("*.rej"):  # an earlier stop's
+        stale.unlink()
     if own_diff:
         git.run(["apply", "--binary"], cwd=checkout, input=(own_diff + "\n").encode("utf-8", "surrogateescape"))
     elif kind not in (Verdict.MALFORMED.value, Verdict.ALREADY_APPLIED.value):
