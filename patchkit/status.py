@@ -8,7 +8,10 @@ from typing import Any
 from patchkit.errors import PatchkitError
 from patchkit.export.version import build_number, queue_version
 from patchkit.project import Lock, Project
+from patchkit.patchfile.series import read_text
 from patchkit.queue import Queue
+from patchkit.rebase import state as rebase_state
+from patchkit.rebase.series import disabled
 from patchkit.upstream import Mirror
 
 
@@ -24,6 +27,24 @@ class PatchStatus:
 
 
 @dataclass(frozen=True)
+class Disabled:
+    """A patch `rebase --skip` disabled in the series: it needs attention."""
+
+    name: str
+    why: str
+
+
+@dataclass(frozen=True)
+class Rebasing:
+    """A rebase in progress."""
+
+    spec: str
+    upstream_commit: str
+    phase: str
+    stopped: str | None  # the patch waiting for a person
+
+
+@dataclass(frozen=True)
 class QueueStatus:
     upstream_url: str
     upstream_branch: str
@@ -32,6 +53,8 @@ class QueueStatus:
     last_run: dict[str, Any] | None  # ref, commit, branch of the last apply
     version: str | None  # this queue's version at the locked commit, as dist and export give it
     version_note: str | None  # why there is no version although there is a lock
+    disabled: tuple[Disabled, ...] = ()
+    rebase: Rebasing | None = None
 
     @classmethod
     def gather(cls, project: Project, queue: Queue) -> QueueStatus:
@@ -45,7 +68,10 @@ class QueueStatus:
             for p in queue.patches)
         last_run = ({k: last[k] for k in ("ref", "upstream_commit", "branch", "tip")} if last else None)
         version, note = _locked_version(project, queue, lock)
-        return cls(project.upstream_url, project.upstream_branch, patches, lock, last_run, version, note)
+        state = rebase_state.load(project)
+        rebase = Rebasing(state.spec, state.revision.commit, state.phase, state.stopped) if state else None
+        return cls(project.upstream_url, project.upstream_branch, patches, lock, last_run, version, note,
+                   tuple(Disabled(*d) for d in disabled(read_text(project.series_path))), rebase)
 
 
 def _locked_version(project: Project, queue: Queue, lock: Lock | None) -> tuple[str | None, str | None]:

@@ -7,8 +7,11 @@ commands imported, the command line not yet parsed), `fetch` (at git's first pro
 mirror fetch), `fast-import` (the result written to the mirror), `clone` (the output cloned aside,
 not yet in place), `checkout` (just before it), `record` (before the bases and the lock are
 written), `night-write` (a good night's refreshed patches written, its lock not yet, its reports
-staged), `import-write` (an imported patch file written, the series not yet) and `record-write`
-(record's patch files written, the series not yet).
+staged), `import-write` (an imported patch file written, the series not yet), `record-write`
+(record's patch files written, the series not yet), and the rebase's: `rebase-stop` (the stopped
+patch written into the checkout, the state not yet saying so), `rebase-fixed` (a fixed patch file
+written, the state not yet moved on) and `rebase-abort` (the checkout restored, patches/ and the
+lock not yet).
 """
 
 from __future__ import annotations

@@ -225,7 +225,7 @@ def issues(summary: NightSummary, rendered: Rendered) -> tuple[list[Problem], li
     good: list[Subject] = []
     if summary.night != "no-report":
         problems, good = patch_issues([(p.name, p.verdict, p.good, p.detail) for p in summary.patches],
-                                      rendered.findings)
+                                      rendered.findings, summary.upstream_commit)
     for backend in summary.backends:
         if backend.good:
             good.append(Subject("backend", backend.name))

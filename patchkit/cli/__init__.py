@@ -67,6 +67,7 @@ def _run() -> int:
         from patchkit.cli import export as _export  # noqa: F401
         from patchkit.cli import importing as _importing  # noqa: F401
         from patchkit.cli import nightly as _nightly  # noqa: F401
+        from patchkit.cli import rebase as _rebase  # noqa: F401
         from patchkit.cli import record as _record  # noqa: F401
         from patchkit.cli import smoke as _smoke  # noqa: F401
         from patchkit.cli import verify as _verify  # noqa: F401

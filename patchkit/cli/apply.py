@@ -50,7 +50,9 @@ def apply_command(
     from patchkit.pipeline import ApplyOptions, run_apply
 
     parse_spec(spec)  # bad refs fail before any work
+    from patchkit.rebase.state import refuse_while_rebasing
     project = Project.find()
+    refuse_while_rebasing(project)
     options = ApplyOptions(spec=spec, upstream=upstream, fetch=not no_fetch, fuzz=fuzz,
                            output=output.resolve() if output else None, force=force,
                            update_lock=update_lock, allow_rewind=allow_rewind, check=not no_check,

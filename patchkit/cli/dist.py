@@ -51,7 +51,9 @@ def dist_command(
     from patchkit.report import dist as render
     from patchkit.targets import Target, check
 
+    from patchkit.rebase.state import refuse_while_rebasing
     project = Project.find()
+    refuse_while_rebasing(project)
     options = DistOptions(output=output, spec=spec, upstream=upstream, fetch=not no_fetch,
                           source_date_epoch=os.environ.get("SOURCE_DATE_EPOCH"))
     check_options(options)  # before any progress line

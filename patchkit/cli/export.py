@@ -54,7 +54,9 @@ def export_command(
     from patchkit.hooks import Hooks
 
     parse_spec(at)  # a bad ref fails before any work
+    from patchkit.rebase.state import refuse_while_rebasing
     project = Project.find()
+    refuse_while_rebasing(project)
     check_reports(project, json_out)  # OUT: run_export checks it
     options = ExportOptions(fmt, out, at, upstream, not no_fetch, force)
     with progress_display(f"export {fmt.value} {out}") as progress:

@@ -70,7 +70,9 @@ def import_command(
 
     if not sources and from_repo is None:
         raise PatchkitError("nothing to import", "give a SOURCE (file, folder, https:// URL) or --from-repo PATH A..B")
+    from patchkit.rebase.state import refuse_while_rebasing
     project = Project.find()
+    refuse_while_rebasing(project)
     check_reports(project, json_out)
     options = ImportOptions(sources=tuple(sources or ()), from_repo=tuple(from_repo) if from_repo else None,
                             name=name, after=after, at=at, upstream=upstream, fetch=not no_fetch,

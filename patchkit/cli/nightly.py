@@ -56,7 +56,9 @@ def nightly_command(
     from patchkit.upstream import parse_spec
 
     parse_spec(spec)
+    from patchkit.rebase.state import refuse_while_rebasing
     project = Project.find()
+    refuse_while_rebasing(project)
     places = check_reports(project, json_out, markdown, junit, checkout=output)
     queue = Queue.load(project)
     where = Destinations.check(project, queue, report_dir, github_issues, places)

@@ -46,9 +46,11 @@ def record_command(
     from patchkit.branch.record import RecordOptions, run_record
     from patchkit.hooks import Hooks
     from patchkit.project import Project
+    from patchkit.rebase.state import refuse_while_rebasing
     from patchkit.report import record as render
 
     project = Project.find()
+    refuse_while_rebasing(project)
     out = output.resolve() if output else None
     check_reports(project, json_out, checkout=out)
     options = RecordOptions(output=out, dry_run=dry_run, prune=prune, squash=squash, allow_rewind=allow_rewind,
@@ -88,9 +90,11 @@ def absorb_command(
     from patchkit.branch.absorb import AbsorbOptions, run_absorb
     from patchkit.hooks import Hooks
     from patchkit.project import Project
+    from patchkit.rebase.state import refuse_while_rebasing
     from patchkit.report import record as render
 
     project = Project.find()
+    refuse_while_rebasing(project)
     out = output.resolve() if output else None
     check_reports(project, json_out, checkout=out)
     options = AbsorbOptions(output=out, new=new, author=author, dry_run=dry_run, prune=prune, squash=squash,

@@ -38,7 +38,9 @@ def verify_command(
     from patchkit.report import verify as render
     from patchkit.hooks import Hooks
 
+    from patchkit.rebase.state import refuse_while_rebasing
     project = Project.find()
+    refuse_while_rebasing(project)
     places = check_reports(project, json_out, markdown, junit)
     if output_dir:
         from patchkit.targets import Target, check

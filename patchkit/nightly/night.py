@@ -24,7 +24,9 @@ from patchkit.nightly.bisect import Finding, bisect_queue
 from patchkit.errors import EnvironmentProblem, PatchkitError
 from patchkit.nightly.refresh import Change, Refreshed, refresh_queue, rekey_bases, write_refreshed
 from patchkit.project import Lock, Project
+from patchkit.patchfile.series import read_text
 from patchkit.queue import Queue
+from patchkit.rebase.series import disabled
 from patchkit.upstream import Mirror
 from patchkit.hooks import Hooks, collect_warnings
 from patchkit.pipeline import ApplyOptions, ApplyReport, run_apply
@@ -89,6 +91,8 @@ def run_nightly(project: Project, options: NightlyOptions, hooks: Hooks = Hooks(
     mirror = Mirror.open(project, options.upstream)
     locked = mirror.locked_commit
     warnings, warn = collect_warnings(hooks)
+    for name, why in disabled(read_text(project.series_path)):
+        warn(f"{name} is disabled in the series ({why}): it needs attention")
 
     # The apply's pin guard runs before any work; the lock itself is written by write_refresh,
     # once, after the refreshed patches, so an interruption never leaves a lock naming other bytes.

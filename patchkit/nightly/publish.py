@@ -162,15 +162,19 @@ def _sync_issues(report: NightlyReport, rendered: Rendered, github: GitHubConfig
     """One issue per failing patch; those of patches good again are closed."""
     drifted = {d.patch for d in report.apply.drift if not d.reviewed}  # good, but relies on what changed
     problems, good = patch_issues([(p.name, "drifting" if p.good and p.name in drifted else p.verdict.value,
-                                    p.good, p.detail) for p in report.apply.patches], rendered.findings)
+                                    p.good, p.detail) for p in report.apply.patches], rendered.findings,
+                                  report.apply.upstream_commit)
     GitHub(github, progress=progress).sync_issues(problems, good, run_url)
 
 
-def patch_issues(patches: Sequence[tuple[str, str, bool, str]],
-                 findings: Mapping[str, str]) -> tuple[list[Problem], list[Subject]]:
+def patch_issues(patches: Sequence[tuple[str, str, bool, str]], findings: Mapping[str, str],
+                 upstream_commit: str | None) -> tuple[list[Problem], list[Subject]]:
     """The failing patches' issues and the good patches, from each patch's (name, verdict, good,
-    detail) and the FINDINGS' lines (a good patch with a finding failed its site checks)."""
-    problems = [Problem(Subject("patch", name), verdict, detail or verdict, findings.get(name, detail))
+    detail) and the FINDINGS' lines (a good patch with a finding failed its site checks); each
+    body ends with the command that fixes it at UPSTREAM_COMMIT."""
+    fix = (f"\n\nTo fix it: `patchkit rebase upstream@{upstream_commit}`, edit, `patchkit rebase --continue`."
+           if upstream_commit else "")
+    problems = [Problem(Subject("patch", name), verdict, detail or verdict, findings.get(name, detail) + fix)
                 for name, verdict, good, detail in patches if not good or name in findings]
     good = [Subject("patch", name) for name, _, good, _ in patches if good and name not in findings]
     return problems, good

@@ -17,6 +17,14 @@ def finding_line(f) -> str:
     return f"{f.patch}: {f.kind} by {c.commit[:12]} {c.subject}{pull}, {c.author}, {c.date} <{where}>: {f.detail}"
 
 
+def rebase_command(report) -> str | None:
+    """The one command that walks a bad night's patches to a fix, where a patch needs a person."""
+    a = report.apply
+    if any(not p.good for p in a.patches) or report.fuzzed or report.findings:
+        return f"patchkit rebase upstream@{a.upstream_commit}"
+    return None
+
+
 def summary_line(report) -> str:
     a = report.apply
     if report.passed:
@@ -48,12 +56,17 @@ def render_terminal(report, console) -> None:
             if r.content_diff:
                 console.print(r.content_diff.rstrip(), markup=False)
     # report.warnings: each was said on stderr as it happened, the terminal's one copy
+    if rebase_command(report):
+        console.print(f"to fix it: {rebase_command(report)} (stops at each patch that needs a person; "
+                      "edit, then `patchkit rebase --continue`)", markup=False)
     console.print(f"[{'green' if report.passed else 'red'}]{summary_line(report)}[/]")
 
 
 def to_markdown(report) -> str:
     parts = [f"# patchkit nightly: {'good' if report.passed else 'needs attention'}\n\n",
              f"**{summary_line(report)}**\n\n"]
+    if rebase_command(report):
+        parts.append(f"To fix it: `{rebase_command(report)}`, edit, `patchkit rebase --continue`.\n\n")
     if report.findings:
         rows = [[f"`{f.patch}`", f.kind, _culprit_md(f), f"{f.probes}/{f.bound}", f.detail]
                 for f in report.findings]

@@ -27,6 +27,13 @@ def render_terminal(status: QueueStatus, console) -> None:
         console.print(f"version at the locked base: {status.version}", markup=False)
     elif status.version_note:
         console.print(status.version_note, markup=False)
+    for d in status.disabled:
+        console.print(f"disabled, needs attention: {d.name} ({d.why})", markup=False)
+    if status.rebase:
+        r = status.rebase
+        at = f", stopped at {r.stopped}" if r.stopped and r.phase == "stopped" else f" ({r.phase})"
+        console.print(f"rebase in progress onto {r.spec} ({r.upstream_commit[:12]}){at}: "
+                      "`patchkit rebase --continue` or `--abort`", markup=False)
     if status.last_run:
         r = status.last_run
         console.print(f"last apply: {r['ref']} at {r['upstream_commit'][:12]} -> {r['branch']} "
