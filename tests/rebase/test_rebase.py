@@ -235,7 +235,7 @@ def test_while_rebasing_the_commands_that_write_the_queue_refuse(queue_project):
     project = queue_project
     assert rebase(project, "upstream@v2").returncode == 1
     for args in (["apply"], ["nightly"], ["verify"], ["export", "quilt", "out"], ["dist", "-o", "x.tar"],
-                 ["import", "p1.patch"], ["rebase", "upstream@v2"]):
+                 ["import", "p1.patch"], ["rebase", "upstream@v2"], ["record"], ["absorb"]):
         proc = run_cli(*args, cwd=project.root)
         assert proc.returncode == 2, (args, proc.stderr)
         assert "rebase" in proc.stderr and "--continue" in proc.stderr and "--abort" in proc.stderr, args
