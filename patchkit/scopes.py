@@ -154,7 +154,8 @@ def is_cpp(path: str) -> bool:
 
 
 @functools.cache
-def _parser() -> Parser:
+def cpp_parser() -> Parser:
+    """The one tree-sitter C++ parser (apply's scopes, the site checks, drift)."""
     from tree_sitter import Language, Parser
     import tree_sitter_cpp
 
@@ -172,7 +173,7 @@ class CppScopes:
     def scope_at(self, line: int) -> str:
         """`ns::S::f` for 0-based LINE ("" at file scope); lambdas and blocks count as their host."""
         if self._root is None:
-            self._root = _parser().parse(self._source).root_node
+            self._root = cpp_parser().parse(self._source).root_node
         text = self._lines[line] if 0 <= line < len(self._lines) else ""
         column = len(text.encode("utf-8", errors="surrogateescape")) - len(text.lstrip().encode(
             "utf-8", errors="surrogateescape"))

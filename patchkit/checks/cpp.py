@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from patchkit.checks.results import Region
-from patchkit.scopes import function_declarator
+from patchkit.scopes import cpp_parser, function_declarator
 
 if TYPE_CHECKING:
-    from tree_sitter import Node, Parser, Query
+    from tree_sitter import Node, Query
 
 # Calls that hand back an element of (or an iterator into) the container they are called on, and
 # algorithms whose result points into their first argument: a receiver obtained through them is
@@ -54,19 +54,11 @@ _QUERY = """
 
 
 @functools.cache
-def _parser() -> Parser:
-    from tree_sitter import Language, Parser
-    import tree_sitter_cpp
-
-    return Parser(Language(tree_sitter_cpp.language()))
-
-
-@functools.cache
 def _query(names: frozenset[str]) -> Query:
     from tree_sitter import Query
 
     quoted = " ".join(f'"{n}"' for n in sorted(names))
-    return Query(_parser().language, _QUERY.format(names=quoted))
+    return Query(cpp_parser().language, _QUERY.format(names=quoted))
 
 
 @dataclass(frozen=True)
@@ -173,7 +165,7 @@ class CppFile:
 
     def __init__(self, source: bytes, call_names: frozenset[str]) -> None:
         self.source = source
-        self._tree = _parser().parse(source)
+        self._tree = cpp_parser().parse(source)
         self._line_starts: list[int] | None = None
         self._macros: dict[int, Node | None] = {}
         root = self._tree.root_node
@@ -791,7 +783,7 @@ def _macro_body(define: Node) -> Node | None:
     value = define.child_by_field_name("value")
     if value is None:
         return None
-    root = _parser().parse(b"int __patchkit_macro = (" + value.text + b"\n);").root_node
+    root = cpp_parser().parse(b"int __patchkit_macro = (" + value.text + b"\n);").root_node
     if root.has_error:
         return None
     declarator = root.named_children[0].child_by_field_name("declarator")

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from patchkit.scopes import _parser
+from patchkit.scopes import cpp_parser
 
 if TYPE_CHECKING:
     from tree_sitter import Node
@@ -67,7 +67,7 @@ def read(source: bytes) -> Declarations:
         body = " ".join(body.split())  # a comment or spacing changes no definition
         found.macros.setdefault(name, f"#define {name}{_squash(params.decode('utf-8', errors='replace'))}"
                                       f"{' ' + body if body else ''}")
-    _walk(_parser().parse(_readable(source)).root_node, found)
+    _walk(cpp_parser().parse(_readable(source)).root_node, found)
     return found
 
 

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator
 
-from patchkit.scopes import _parser
+from patchkit.scopes import cpp_parser
 
 if TYPE_CHECKING:
     from tree_sitter import Node
@@ -41,7 +41,7 @@ class Reliance:
 def reliances(source: bytes, added: list[int]) -> list[Reliance]:
     """What the lines ADDED (1-based, sorted) of the C/C++ file SOURCE rely on, each use once."""
     rows = [a - 1 for a in added]
-    return [r for node in _added_nodes(_parser().parse(source).root_node, rows) for r in _read(node)]
+    return [r for node in _added_nodes(cpp_parser().parse(source).root_node, rows) for r in _read(node)]
 
 
 def _added_nodes(root: Node, rows: list[int]) -> Iterator[Node]:
