@@ -327,5 +327,4 @@ def _target_state(kind: str, result: PatchResult) -> str:
 def _detail(kind: str, culprit: Culprit, name: str) -> str:
     what = {"broke": "went bad", "superseded": "was adopted upstream",
             "partially-applied": "was partly adopted upstream"}[kind]
-    pull = f" (pull request #{culprit.pull})" if culprit.pull else ""
-    return f"{name} {what} at {culprit.commit[:12]} \"{culprit.subject}\"{pull}"
+    return f"{name} {what} at {culprit.commit[:12]} \"{culprit.subject}\""  # the subject ends with its (#N)

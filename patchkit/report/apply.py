@@ -139,12 +139,15 @@ def to_markdown(report) -> str:
 
 
 def commit_md(c) -> str:
-    """An upstream commit (a Culprit) in Markdown: its id linked, subject, pull request linked."""
+    """An upstream commit (a Culprit) in Markdown: its id linked, subject, the `(#N)` that ends the
+    subject linked to its pull request."""
     if c is None:
         return "-"
     commit = f"[`{c.commit[:12]}`]({c.url})" if c.url else f"`{c.commit[:12]}`"
-    pull = f" ([#{c.pull}]({c.pull_url}))" if c.pull_url else (f" (#{c.pull})" if c.pull else "")
-    return f"{commit} {c.subject}{pull}"
+    subject = c.subject
+    if c.pull_url and subject.rstrip().endswith(f"(#{c.pull})"):
+        subject = f"{subject.rstrip()[:-len(f'(#{c.pull})')]}([#{c.pull}]({c.pull_url}))"
+    return f"{commit} {subject}"
 
 
 def junit_cases(report) -> list[JUnitCase]:

@@ -12,9 +12,8 @@ def finding_line(f) -> str:
     if f.culprit is None:
         return f"{f.patch}: {f.kind}: {f.detail}"
     c = f.culprit
-    pull = f" (#{c.pull})" if c.pull else ""
     where = c.pull_url or c.url or c.commit
-    return f"{f.patch}: {f.kind} by {c.commit[:12]} {c.subject}{pull}, {c.author}, {c.date} <{where}>: {f.detail}"
+    return f"{f.patch}: {f.kind} by {c.commit[:12]} {c.subject}, {c.author}, {c.date} <{where}>: {f.detail}"
 
 
 def rebase_command(report) -> str | None:
