@@ -66,6 +66,7 @@ def test_the_night_names_the_struct_its_new_member_and_the_commit_and_moves_noth
     markdown = (tmp_path / "r" / "report.md").read_text()
     assert "drift since the lock" in markdown and "text, text_len, add_special, parse_special" in markdown
     assert history.commits["fix"][:12] in markdown and "vocab : fix silent prompt truncation" in markdown
+    assert "(#14123) (#14123)" not in markdown + proc.stderr  # the subject's own (#N), said once
     junit = ET.parse(tmp_path / "r" / "junit.xml").getroot()
     (case_,) = [c for c in junit.iter("testcase") if c.get("classname") == "patchkit.apply"]
     assert "some_input_text" in case_.find("failure").get("message", "") + case_.find("failure").text
