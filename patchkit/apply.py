@@ -298,9 +298,14 @@ class _FileLadder:
         tool's rule, or (a section no rule gives) inside the block the section's line opens. A
         section naming nothing around START is another function's, or one gone while its twin slid
         here. A section cut so short that it begins several functions' lines does not say which of
-        them: then a copy of BLOCK in another of those functions leaves it undecided."""
+        them: then a copy of BLOCK in another of those functions leaves it undecided. Without a
+        section, where BLOCK has a twin, the C++ parse of the base decides (upstream's copy of a
+        function, added right above it, may sit at the recorded line)."""
         if not h.section:
-            return True
+            if len(ladder.occurrences(block, self.lines, self.index)) < 2 or not is_cpp(self.fc.path):
+                return True
+            own = self._own_function(h)
+            return own is None or self._scopes_of("current", self.lines).scope_at(start + _anchor(h)) == own
         named = self.sections.named(h.section, start) or opened_by(self.lines, start, h.section)
         if named is None:
             return False  # another function's, or the section's function is gone (a twin slid here)
@@ -380,7 +385,8 @@ class _FileLadder:
         The section after `@@` names the line above the hunk, so a hunk that begins at its
         function's first line names the function before it, wherever that one went. A twin that
         slid into the place, a same-named variant whose body changed, a split into copies: none
-        keeps the whole function's lines, its name among them."""
+        keeps the whole function's lines, its name among them; and a function's first line found
+        twice (same-named variants under #if, methods of two classes) says no move."""
         base = self.base()
         if base is None:
             return False
@@ -394,8 +400,8 @@ class _FileLadder:
         end = next((i for i in range(max(first, last) + 1, len(pre)) if section_texts(pre[i])), len(pre))
         while end - 1 > max(first, last) and (not pre[end - 1].strip() or pre[end - 1].lstrip().startswith(NOT_CODE)):
             end -= 1
-        if top is None:
-            return False
+        if top is None or pre.count(pre[top]) != 1 or self.lines.count(pre[top]) != 1:
+            return False  # a same-named variant (#if/#else) or method (another class) is no move
         block = tuple(pre[top:end])
         return ladder.occurrences(block, pre, ladder.line_index(pre)) == [top] and \
             ladder.occurrences(block, self.lines, self.index) == [start - (starts[0] - top)]
