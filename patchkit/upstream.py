@@ -110,15 +110,29 @@ class Mirror:
         """Bring the mirror up to date. A first fetch builds it aside and renames it into place,
         so an interrupted first run leaves no half mirror; later fetches only add objects and
         move refs, so a failed one leaves the previous mirror usable."""
+        fetch = ["fetch", "--progress", "--prune", "--no-write-fetch-head", "--", self.fetch_url, *_FETCH_REFSPECS]
         if self.exists:
-            self._fetch_into(self.path, progress)
+            self._transfer(fetch, self.path, progress)
             return
         with atomic_folder(self.path) as tmp:
-            git.run(["init", "--bare", "--quiet", str(tmp)])
-            self._fetch_into(tmp, progress)
+            local = self.local_path
+            if local is not None and Path(local).is_dir():
+                # Hardlinks to the upstream's object files, as `git clone PATH` makes: a first mirror
+                # costs what a clone does, not a repack of every object, and stays whole whatever a
+                # gc there removes later (alternates, or --shared, would not). Later fetches from
+                # the path go through git's local transport, which sends only what is new.
+                self._transfer(["clone", "--bare", "--progress", "--", local, str(tmp)], tmp, progress)
+            else:
+                git.run(["init", "--bare", "--quiet", str(tmp)])
+                self._transfer(fetch, tmp, progress)
 
-    def _fetch_into(self, repo: Path, progress: Progress | None) -> None:
-        args = ["fetch", "--progress", "--prune", "--no-write-fetch-head", "--", self.fetch_url, *_FETCH_REFSPECS]
+    @property
+    def local_path(self) -> str | None:
+        """Where the upstream is on this machine (a path, or a file:// URL's path), else None."""
+        location = self.fetch_url.removeprefix("file://")
+        return None if git.is_url(location) else location
+
+    def _transfer(self, args: list[str], repo: Path, progress: Progress | None) -> None:
         try:
             for line in git.stream_stderr(args, cwd=repo):
                 if progress:
@@ -140,8 +154,8 @@ class Mirror:
                 self.fetch(progress)
             except EnvironmentProblem as exc:
                 commit = self._lookup(ref) if self.exists else None
-                local = self.fetch_url.removeprefix("file://")
-                if commit is None and not git.is_url(local) and not Path(local).exists():
+                local = self.local_path
+                if commit is None and local is not None and not Path(local).exists():
                     raise PatchkitError(f"upstream {self.fetch_url}: no such path",
                                         "fix upstream.url in patchkit.yaml, or use --upstream with "
                                         "an existing repository path or a URL") from None
