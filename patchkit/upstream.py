@@ -111,32 +111,14 @@ class Mirror:
         so an interrupted first run leaves no half mirror; later fetches only add objects and
         move refs, so a failed one leaves the previous mirror usable."""
         fetch = ["fetch", "--progress", "--prune", "--no-write-fetch-head", "--", self.fetch_url, *_FETCH_REFSPECS]
-        if self.exists:
-            self._transfer(fetch, self.path, progress)
-            return
-        with atomic_folder(self.path) as tmp:
-            local = self.local_path
-            if local is not None and Path(local).is_dir():
-                # Hardlinks to the upstream's object files, as `git clone PATH` makes: a first mirror
-                # costs what a clone does, not a repack of every object, and stays whole whatever a
-                # gc there removes later (alternates, or --shared, would not). Later fetches from
-                # the path go through git's local transport, which sends only what is new.
-                self._transfer(["clone", "--bare", "--progress", "--", local, str(tmp)], tmp, progress)
-            else:
-                git.run(["init", "--bare", "--quiet", str(tmp)])
-                self._transfer(fetch, tmp, progress)
-
-    @property
-    def local_path(self) -> str | None:
-        """Where the upstream is on this machine (a path, or a file:// URL's path), else None."""
-        location = self.fetch_url.removeprefix("file://")
-        return None if git.is_url(location) else location
-
-    def _transfer(self, args: list[str], repo: Path, progress: Progress | None) -> None:
         try:
-            for line in git.stream_stderr(args, cwd=repo):
-                if progress:
-                    progress(f"fetching {self.fetch_url}: {line}")
+            if self.exists:
+                self._transfer(fetch, self.path, progress)
+            else:
+                with atomic_folder(self.path) as tmp:
+                    if not self._clone_local(tmp, progress):
+                        git.run(["init", "--bare", "--quiet", str(tmp)])
+                        self._transfer(fetch, tmp, progress)
         except git.GitFailed as exc:
             if progress:  # the mirror's copy may be used instead: that is not a fetch still running
                 progress(f"could not fetch {self.fetch_url}")
@@ -145,6 +127,33 @@ class Mirror:
                 "check the network, or use --upstream with a local mirror (a path or file:// URL)") from None
         if progress:  # the fetch's last line must not stand for the work that follows it
             progress(f"fetched {self.fetch_url}")
+
+    def _clone_local(self, repo: Path, progress: Progress | None) -> bool:
+        """A first mirror of a local upstream as `git clone PATH` makes it: hardlinks to its object
+        files, which cost what a clone does instead of a repack of every object, and stay whole
+        whatever a gc there removes later (alternates, or --shared, would not). Later fetches from
+        the path go through git's local transport, which sends only what is new. False, and REPO
+        left empty, when the upstream is remote, or a repository git will not clone so (a symlink in
+        its objects/): a fetch reads it."""
+        local = self.local_path
+        if local is None or not Path(local).is_dir():
+            return False
+        try:
+            self._transfer(["clone", "--bare", "--progress", "--", local, str(repo)], repo, progress)
+        except git.GitFailed:
+            return False
+        return True
+
+    @property
+    def local_path(self) -> str | None:
+        """Where the upstream is on this machine (a path, or a file:// URL's path), else None."""
+        location = self.fetch_url.removeprefix("file://")
+        return None if git.is_url(location) else location
+
+    def _transfer(self, args: list[str], repo: Path, progress: Progress | None) -> None:
+        for line in git.stream_stderr(args, cwd=repo):
+            if progress:
+                progress(f"fetching {self.fetch_url}: {line}")
 
     def resolve(self, spec: str, *, fetch: bool = True, progress: Progress | None = None,
                 warn: Callable[[str], None] | None = None) -> Revision:

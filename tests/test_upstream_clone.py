@@ -86,3 +86,15 @@ def test_a_remote_upstream_gets_a_full_mirror(tmp_path, upstream):
     objects = ["rev-list", "--objects", "--missing=print", "--branches", "--tags"]
     assert not [line for line in git.run(objects, cwd=mirror.path).splitlines() if line.startswith("?")]
     assert git.run(objects, cwd=mirror.path) == git.run(objects, cwd=source)
+
+
+def test_a_local_upstream_git_will_not_link_is_fetched(tmp_path, upstream):
+    """git refuses to clone with hardlinks a repository whose objects/ holds a symlink; such an
+    upstream was fetched before the clone and still is."""
+    source = packed_copy(tmp_path, upstream)
+    moved = tmp_path / "elsewhere"
+    (source / ".git" / "objects" / "pack").rename(moved)
+    (source / ".git" / "objects" / "pack").symlink_to(moved)
+    mirror = mirror_after_apply(write_project(tmp_path / "fork", str(source)))
+    assert all(p.stat().st_nlink == 1 for p in packs(mirror.path).values())
+    assert git.run(["rev-parse", "refs/heads/master"], cwd=mirror.path) == git.run(["rev-parse", "HEAD"], cwd=source)
