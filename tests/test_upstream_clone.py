@@ -70,6 +70,9 @@ def test_a_gc_in_the_local_upstream_leaves_the_mirror_working(tmp_path, upstream
     git.run(["fsck", "--no-dangling", "--full"], cwd=mirror.path)
     assert git.run(["rev-parse", "--verify", "--quiet", "refs/heads/scenario/conflict"], cwd=mirror.path,
                    check=False) == ""  # pruned as upstream dropped it
+    # the fetch added what was new beside the cloned pack, now the mirror's alone: no second clone
+    assert old_packs.keys() <= packs(mirror.path).keys()
+    assert all(packs(mirror.path)[name].stat().st_nlink == 1 for name in old_packs)
 
 
 def test_a_remote_upstream_gets_a_full_mirror(tmp_path, upstream):
