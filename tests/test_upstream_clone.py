@@ -58,7 +58,7 @@ def test_a_gc_in_the_local_upstream_leaves_the_mirror_working(tmp_path, upstream
     old_packs = packs(source)
     cloned = {name: path.stat().st_ino for name, path in packs(mirror.path).items()}
     git.run(["commit", "--quiet", "--allow-empty", "-m", "upstream : later work"], cwd=source,
-            env=git.git_env(git_identity()))
+            env=git_identity())
     git.run(["branch", "-D", "scenario/conflict"], cwd=source)
     git.run(["reflog", "expire", "--expire=now", "--all"], cwd=source)
     git.run(["gc", "--quiet", "--prune=now"], cwd=source)
