@@ -1,4 +1,5 @@
-"""The upstream mirror: a full bare clone in the cache, fetched with progress, locked while used.
+"""The upstream mirror: a full bare clone in the cache (of a local upstream, with hardlinks), fetched
+with progress, locked while used.
 
 `upstream@REF` resolves here. The mirror also keeps patchkit's own refs (`refs/patchkit/...`):
 the 3-way bases of good patches and the commits of the last run, which a fetch never prunes.
