@@ -1,4 +1,5 @@
-"""The upstream mirror: a full bare clone in the cache, fetched with progress, locked while used.
+"""The upstream mirror: a full bare clone in the cache (of a local upstream, with hardlinks), fetched
+with progress, locked while used.
 
 `upstream@REF` resolves here. The mirror also keeps patchkit's own refs (`refs/patchkit/...`):
 the 3-way bases of good patches and the commits of the last run, which a fetch never prunes.
@@ -110,19 +111,15 @@ class Mirror:
         """Bring the mirror up to date. A first fetch builds it aside and renames it into place,
         so an interrupted first run leaves no half mirror; later fetches only add objects and
         move refs, so a failed one leaves the previous mirror usable."""
-        if self.exists:
-            self._fetch_into(self.path, progress)
-            return
-        with atomic_folder(self.path) as tmp:
-            git.run(["init", "--bare", "--quiet", str(tmp)])
-            self._fetch_into(tmp, progress)
-
-    def _fetch_into(self, repo: Path, progress: Progress | None) -> None:
-        args = ["fetch", "--progress", "--prune", "--no-write-fetch-head", "--", self.fetch_url, *_FETCH_REFSPECS]
+        fetch = ["fetch", "--progress", "--prune", "--no-write-fetch-head", "--", self.fetch_url, *_FETCH_REFSPECS]
         try:
-            for line in git.stream_stderr(args, cwd=repo):
-                if progress:
-                    progress(f"fetching {self.fetch_url}: {line}")
+            if self.exists:
+                self._transfer(fetch, self.path, progress)
+            else:
+                with atomic_folder(self.path) as tmp:
+                    if not self._clone_local(tmp, progress):
+                        git.run(["init", "--bare", "--quiet", str(tmp)])
+                        self._transfer(fetch, tmp, progress)
         except git.GitFailed as exc:
             if progress:  # the mirror's copy may be used instead: that is not a fetch still running
                 progress(f"could not fetch {self.fetch_url}")
@@ -132,6 +129,33 @@ class Mirror:
         if progress:  # the fetch's last line must not stand for the work that follows it
             progress(f"fetched {self.fetch_url}")
 
+    def _clone_local(self, repo: Path, progress: Progress | None) -> bool:
+        """A first mirror of a local upstream as `git clone PATH` makes it: hardlinks to its object
+        files, which cost what a clone does instead of a repack of every object, and stay whole
+        whatever a gc there removes later (alternates, or --shared, would not). Later fetches from
+        the path go through git's local transport, which sends only what is new. False, and REPO
+        left empty, when the upstream is remote, or a repository git will not clone so (a symlink in
+        its objects/): a fetch reads it."""
+        local = self.local_path
+        if local is None or not Path(local).is_dir():
+            return False
+        try:
+            self._transfer(["clone", "--bare", "--progress", "--", local, str(repo)], repo, progress)
+        except git.GitFailed:
+            return False
+        return True
+
+    @property
+    def local_path(self) -> str | None:
+        """Where the upstream is on this machine (a path, or a file:// URL's path), else None."""
+        location = self.fetch_url.removeprefix("file://")
+        return None if git.is_url(location) else location
+
+    def _transfer(self, args: list[str], repo: Path, progress: Progress | None) -> None:
+        for line in git.stream_stderr(args, cwd=repo):
+            if progress:
+                progress(f"fetching {self.fetch_url}: {line}")
+
     def resolve(self, spec: str, *, fetch: bool = True, progress: Progress | None = None,
                 warn: Callable[[str], None] | None = None) -> Revision:
         ref = parse_spec(spec)
@@ -140,8 +164,8 @@ class Mirror:
                 self.fetch(progress)
             except EnvironmentProblem as exc:
                 commit = self._lookup(ref) if self.exists else None
-                local = self.fetch_url.removeprefix("file://")
-                if commit is None and not git.is_url(local) and not Path(local).exists():
+                local = self.local_path
+                if commit is None and local is not None and not Path(local).exists():
                     raise PatchkitError(f"upstream {self.fetch_url}: no such path",
                                         "fix upstream.url in patchkit.yaml, or use --upstream with "
                                         "an existing repository path or a URL") from None

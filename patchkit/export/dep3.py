@@ -8,8 +8,12 @@ no DEP-3 field and is dropped, so is the mbox `From` line.
 
 from __future__ import annotations
 
-from patchkit.export.patched import ExportedPatch
+from typing import TYPE_CHECKING
+
 from patchkit.patchfile.trailers import split as split_trailers
+
+if TYPE_CHECKING:  # the type only: the CLI's start-up imports this module (through Format)
+    from patchkit.export.patched import ExportedPatch
 
 _GENERATED = ("Description", "Subject", "Author", "From")  # written from the mail's own headers
 

@@ -23,11 +23,13 @@ import hashlib
 import re
 import shlex
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from patchkit.errors import PatchkitError
 from patchkit.export.dep3 import dep3_patch
-from patchkit.export.patched import ExportedPatch, PatchedQueue
+
+if TYPE_CHECKING:  # the types only: every CLI start-up imports Format, and the apply need not come with it
+    from patchkit.export.patched import ExportedPatch, PatchedQueue
 
 
 class Format(str, enum.Enum):
