@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import enum
+import functools
 import os
 import re
 import shutil
@@ -109,7 +110,13 @@ class Base:
     label: str
     pre: bytes
     post: bytes
-    commit: str | None = None  # the commit the pre-image is read from (None: no commit is known)
+    locate: Callable[[], "str | None"] = lambda: None  # finds the commit the pre-image is read from
+
+    @functools.cached_property
+    def commit(self) -> str | None:
+        """The commit the pre-image is read from (None: none is known). Looked up only when a
+        rename is asked about: for an index blob it is a history search, per file."""
+        return self.locate()
 
 
 BaseSource = Callable[[FileChange], "Base | None"]
@@ -964,7 +971,7 @@ class Applier:
             pre = self.reader.read(parent[0], fc.path) if parent else None
             post = self.reader.read(recorded, fc.new_path or fc.path)
             if pre is not None and post is not None:
-                return Base(f"the last good run ({recorded[:12]})", pre, post, parent[0])
+                return Base(f"the last good run ({recorded[:12]})", pre, post, lambda: parent[0])
         if fc.old_blob:
             pre = self.reader.read(fc.old_blob)
             if pre is not None:
@@ -974,7 +981,7 @@ class Applier:
                     post_lines = ladder.splice(lines, places)  # type: ignore[arg-type]
                     if post_lines is not None:
                         return Base(f"the patch's index blob {fc.old_blob}", pre, _bytes(post_lines),
-                                    self._blob_commit(fc.path, fc.old_blob))
+                                    lambda: self._blob_commit(fc.path, fc.old_blob))
         return None
 
     def _blob_commit(self, path: str, blob: str) -> str | None:
