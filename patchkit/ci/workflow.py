@@ -11,7 +11,9 @@ and the token: it gathers every report into one (`patchkit ci summary`), keeps t
 and pushes the refresh and opens its pull request when the night allows it.
 
 Caches are keyed by run id and restored by prefix, because a cache key, once saved, can never be
-overwritten.
+overwritten. actions/cache stores its paths relative to the workspace, and a container job has
+another workspace and HOME than a runner's (`/__w/R/R`, `/github/home`): the mirror lives in the
+workspace, where every job, host or container, saves and restores it alike.
 """
 
 from __future__ import annotations
@@ -27,7 +29,10 @@ from patchkit.backends.recipe import CiEnvironment
 from patchkit.errors import PatchkitError
 
 DEFAULT_CRON = "17 3 * * *"  # off the hour: GitHub delays or drops runs scheduled at :00
-DEFAULT_CACHE = "~/.cache/patchkit"  # patchkit's cache on a runner (XDG_CACHE_HOME is unset there)
+# XDG_CACHE_HOME in every job that uses the mirror; git-ignored (all of .patchkit/ is), beside the
+# report folders and not in them, and neither pushed nor uploaded.
+CACHE_HOME = ".patchkit/cache"
+DEFAULT_CACHE = f"{CACHE_HOME}/patchkit"  # patchkit's cache there, for a project whose patchkit.yaml names none
 REPORT_DIR = ".patchkit/nightly"  # git-ignored, like all of .patchkit/
 BUILD_REPORT_DIR = ".patchkit/build"
 SUMMARY_DIR = ".patchkit/summary"
@@ -83,6 +88,8 @@ def nightly_workflow(backends: Mapping[str, CiEnvironment], *, self_hosted: froz
     runners (the mirror); REQUIREMENT: what pip installs as patchkit."""
     _check(backends, cron, python, branch, requirement)
     mirror = {"path": cache, "key": "patchkit-mirror-${{ github.run_id }}", "restore-keys": "patchkit-mirror-"}
+    cache_home = {"name": "Keep patchkit's cache in the workspace",
+                  "run": f'echo "XDG_CACHE_HOME=$GITHUB_WORKSPACE/{CACHE_HOME}" >> "$GITHUB_ENV"'}
     install = {"name": "Install patchkit", "run": 'python -m pip install -q "$PATCHKIT"',
                "env": {"PATCHKIT": requirement}}
     setup_python = {"uses": "actions/setup-python@v5", "with": {"python-version": python}}
@@ -93,6 +100,7 @@ def nightly_workflow(backends: Mapping[str, CiEnvironment], *, self_hosted: froz
         "outputs": {"commit": "${{ steps.night.outputs.commit }}"},
         "env": {"REPORTS": REPORT_DIR},
         "steps": [
+            cache_home,
             {"uses": "actions/checkout@v4"},
             setup_python,
             install,
@@ -111,8 +119,8 @@ def nightly_workflow(backends: Mapping[str, CiEnvironment], *, self_hosted: froz
     jobs: dict[str, Any] = {"nightly": nightly_job}
     smoked = [name for name, ci in backends.items() if smoke and _smoke_skipped(name, ci, name in self_hosted) is None]
     for name, ci in backends.items():
-        jobs[_job_id(name)] = _build_job(name, ci, smoke=smoke, self_hosted=name in self_hosted,
-                                         python=python, mirror=mirror, requirement=requirement)
+        jobs[_job_id(name)] = _build_job(name, ci, smoke=smoke, self_hosted=name in self_hosted, python=python,
+                                         mirror=mirror, cache_home=cache_home, requirement=requirement)
     gather = " ".join(["patchkit ci summary", REPORTS, *(f"--backend {name}" for name in backends),
                        *(f"--smoke {name}" for name in smoked), f"--report-dir {SUMMARY_DIR} --github-issues"])
     summary_job = {
@@ -171,7 +179,7 @@ def _upload(name: str, path: str) -> dict[str, Any]:
 
 
 def _build_job(name: str, ci: CiEnvironment, *, smoke: bool, self_hosted: bool, python: str,
-               mirror: dict[str, str], requirement: str) -> dict[str, Any]:
+               mirror: dict[str, str], cache_home: dict[str, str], requirement: str) -> dict[str, Any]:
     labels = ci.runs_on.split(",")
     packages = " ".join(["ccache", *ci.packages])
     steps: list[dict[str, Any]] = []
@@ -226,7 +234,7 @@ def _build_job(name: str, ci: CiEnvironment, *, smoke: bool, self_hosted: bool, 
             **({"container": ci.container} if ci.container else {}),
             "permissions": {"contents": "read"},
             "env": {"BACKEND": name, "REPORTS": BUILD_REPORT_DIR, **ci.environment},
-            "steps": [ccache_dir, *steps]}
+            "steps": [ccache_dir, cache_home, *steps]}
 
 
 def _smoke_skipped(name: str, ci: CiEnvironment, self_hosted: bool) -> str | None:

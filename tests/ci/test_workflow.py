@@ -70,11 +70,14 @@ def test_generated_workflow_passes_actionlint_and_has_the_structure(tmp_path):
     assert nightly["env"] == {"REPORTS": ".patchkit/nightly"}
     assert nightly["outputs"] == {"commit": "${{ steps.night.outputs.commit }}"}
     mirror = steps["Restore the upstream mirror"]["with"]
-    assert mirror == {"path": "~/.cache/patchkit", "key": "patchkit-mirror-${{ github.run_id }}",
+    # In the workspace, where a container job restores it too, and patchkit told so.
+    assert mirror == {"path": ".patchkit/cache/patchkit", "key": "patchkit-mirror-${{ github.run_id }}",
                       "restore-keys": "patchkit-mirror-"}
+    cache_home = 'echo "XDG_CACHE_HOME=$GITHUB_WORKSPACE/.patchkit/cache" >> "$GITHUB_ENV"'
+    assert nightly["steps"][0]["run"] == cache_home
     save = steps["Save the upstream mirror"]
     assert save["uses"] == "actions/cache/save@v4" and save["if"] == "always()"
-    assert save["with"] == {"path": "~/.cache/patchkit", "key": mirror["key"]}
+    assert save["with"] == {"path": ".patchkit/cache/patchkit", "key": mirror["key"]}
     upload = steps["Upload patchkit-nightly"]
     assert upload["uses"] == "actions/upload-artifact@v4" and upload["if"] == "always()"
     assert upload["with"]["path"] == ".patchkit/nightly" and upload["with"]["include-hidden-files"] is True
@@ -87,6 +90,7 @@ def test_generated_workflow_passes_actionlint_and_has_the_structure(tmp_path):
         assert steps["Install the packages"]["run"] == f"sudo apt-get update -qq && sudo apt-get install -y -qq {packages}"
         assert steps["Install patchkit"]["run"] == 'python -m pip install -q "$PATCHKIT" cmake ninja'
         assert steps["Restore the upstream mirror"]["with"] == mirror
+        assert steps["Keep patchkit's cache in the workspace"]["run"] == cache_home
         ccache = steps["Restore ccache"]["with"]
         assert ccache == {"path": "~/.cache/ccache", "key": f"ccache-{backend}-${{{{ github.run_id }}}}",
                           "restore-keys": f"ccache-{backend}-"}
@@ -109,6 +113,11 @@ def test_generated_workflow_passes_actionlint_and_has_the_structure(tmp_path):
     assert push["env"] == {"BRANCH": "patchkit/refresh", "NIGHT": "reports/patchkit-nightly"}
     assert 'git push --force origin "HEAD:refs/heads/$BRANCH"' in push["run"]
     assert "git add -A -- patches patchkit.lock" in push["run"]
+    # The cache is neither uploaded nor in a folder uploaded, nor pushed.
+    uploads = [step["with"]["path"] for job in jobs.values() for step in job["steps"]
+               if step.get("uses") == "actions/upload-artifact@v4"]
+    assert uploads and not any(".patchkit/cache/patchkit".startswith(f"{u}/") or u.startswith(".patchkit/cache")
+                               for u in uploads)
     pr = steps["Open or update the pull request"]
     assert pr["if"] == "!cancelled() && steps.push.outputs.ref != ''" and pr["env"]["GITHUB_TOKEN"] == TOKEN
     assert pr["run"] == ('patchkit ci pull-request "$BRANCH" --base "$GITHUB_REF_NAME" '
@@ -229,6 +238,19 @@ def test_options_and_a_cache_inside_the_repository(tmp_path):
     summary = steps_by_name(workflow["jobs"]["summary"])
     assert summary["Push the refreshed patches and the lock"]["env"]["BRANCH"] == "bot/rebase"
     assert not (root / WORKFLOW).exists()
+
+
+def test_a_cache_outside_the_repository_is_refused_where_a_job_runs_in_a_container(tmp_path):
+    """A container has another HOME and workspace than its runner: a mirror the nightly saved at
+    an absolute path outside the checkout would be restored elsewhere than patchkit looks."""
+    root = fork(tmp_path, f"cache: {tmp_path / 'cache'}\n")
+    refused = run_cli("ci", "github", "--backend", "cpu", "--backend", "cuda", cwd=root)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1
+    assert "outside the repository" in refused.stderr and "cuda" in refused.stderr
+    assert not (root / WORKFLOW).exists()
+    assert run_cli("ci", "github", "--backend", "cpu", cwd=root).returncode == 0  # runners only: as it is
+    nightly = steps_by_name(yaml.safe_load((root / WORKFLOW).read_text())["jobs"]["nightly"])
+    assert nightly["Restore the upstream mirror"]["with"]["path"] == str(tmp_path / "cache")
 
 
 def test_unknown_backend_and_bad_values_are_one_line_errors(tmp_path):
