@@ -62,7 +62,10 @@ _CI_SCHEMA: dict[str, Any] = {
         "environment": _VALUES,
         # The build runs anywhere, its binaries need the GPU: smoke-tested only on a runner --runs-on gives.
         "gpu": {"type": "boolean"},
+        # docker options that hand the GPU to the container, on such a runner (`--gpus all` for CUDA).
+        "gpu-options": {"type": "string", "minLength": 1, "pattern": "^[^\n\x00]+$"},
     },
+    "dependentRequired": {"gpu-options": ["container", "gpu"]},
 }
 
 _REQUIREMENT_SCHEMA: dict[str, Any] = {
@@ -126,6 +129,7 @@ class CiEnvironment:
     source: str | None = None
     environment: Mapping[str, str] = field(default_factory=dict)
     gpu: bool = False
+    gpu_options: str | None = None
 
 
 @dataclass(frozen=True)
@@ -263,6 +267,7 @@ def _ci(data: dict[str, Any]) -> CiEnvironment:
         source=data.get("source"),
         environment={k: cmake_value(v) for k, v in (data.get("environment") or {}).items()},
         gpu=data.get("gpu", False),
+        gpu_options=data.get("gpu-options"),
     )
 
 

@@ -230,8 +230,10 @@ def _build_job(name: str, ci: CiEnvironment, *, smoke: bool, self_hosted: bool, 
     # CCACHE_DIR from HOME, which env: cannot expand; ccache's own default differs on macOS.
     ccache_dir = {"name": "Use the job's own ccache",
                   "run": f'echo "CCACHE_DIR={CCACHE.replace("~", "$HOME", 1)}" >> "$GITHUB_ENV"'}
+    # Hosted runners have no GPU to hand over; a --runs-on runner is there for its GPU.
+    container = {"image": ci.container, "options": ci.gpu_options} if self_hosted and ci.gpu_options else ci.container
     return {"name": f"Build {name}", "needs": "nightly", "runs-on": labels[0] if len(labels) == 1 else labels,
-            **({"container": ci.container} if ci.container else {}),
+            **({"container": container} if container else {}),
             "permissions": {"contents": "read"},
             "env": {"BACKEND": name, "REPORTS": BUILD_REPORT_DIR, **ci.environment},
             "steps": [ccache_dir, cache_home, *steps]}

@@ -195,9 +195,40 @@ def test_a_backend_without_a_ci_environment_is_refused_unless_runs_on_gives_one(
     jobs = yaml.safe_load((root / WORKFLOW).read_text())["jobs"]
     native, cuda = jobs["build-cpu-native"], jobs["build-cuda"]
     assert native["runs-on"] == ["self-hosted", "linux"] and "container" not in native
-    # The recipe's environment stays; the runner is the one given, with the GPU the smoke test needs.
-    assert cuda["runs-on"] == ["self-hosted", "gpu"] and cuda["container"] == "nvidia/cuda:12.6.2-devel-ubuntu24.04"
+    # The recipe's environment stays; the runner is the one given, with the GPU the smoke test
+    # needs, handed to the container by the recipe's gpu-options.
+    assert cuda["runs-on"] == ["self-hosted", "gpu"]
+    assert cuda["container"] == {"image": "nvidia/cuda:12.6.2-devel-ubuntu24.04", "options": "--gpus all"}
     assert "Smoke test" in steps_by_name(cuda)
+
+
+def test_a_gpu_container_gets_its_vendors_gpu_options_on_a_runs_on_runner_only(tmp_path):
+    root = fork(tmp_path)
+    result = run_cli("ci", "github", "--backend", "cuda", "--backend", "hip", "--smoke",
+                     "--runs-on", "hip=self-hosted,rocm", cwd=root)
+    assert result.returncode == 0, result.stderr
+    config = tmp_path / "actionlint.yaml"
+    config.write_text("self-hosted-runner:\n  labels: [rocm]\n")
+    lint_clean(root / WORKFLOW, "-config-file", str(config))
+    jobs = yaml.safe_load((root / WORKFLOW).read_text())["jobs"]
+    assert jobs["build-cuda"]["container"] == "nvidia/cuda:12.6.2-devel-ubuntu24.04"  # hosted: no GPU to hand over
+    assert jobs["build-hip"]["container"] == {"image": "rocm/dev-ubuntu-22.04:6.1.2",
+                                              "options": "--device /dev/kfd --device /dev/dri --group-add video"}
+    assert "Smoke test" in steps_by_name(jobs["build-hip"])
+
+
+@pytest.mark.parametrize("ci, expected", [
+    ("{runs-on: x, gpu: true, gpu-options: --gpus all}", "'container' is a dependency of 'gpu-options'"),
+    ("{runs-on: x, container: y, gpu-options: --gpus all}", "'gpu' is a dependency of 'gpu-options'"),
+    ("{runs-on: x, container: y, gpu: true, gpu-options: ''}", "key 'ci.gpu-options'"),
+])
+def test_gpu_options_need_a_gpu_container(tmp_path, ci, expected):
+    from patchkit.backends.recipe import load_recipe
+
+    path = tmp_path / "mine.yaml"
+    path.write_text(f"description: x\nci: {ci}\n")
+    with pytest.raises(PatchkitError, match=expected):
+        load_recipe(path)
 
 
 def test_actionlint_does_catch_a_broken_workflow(tmp_path):
