@@ -130,6 +130,9 @@ class CiEnvironment:
     environment: Mapping[str, str] = field(default_factory=dict)
     gpu: bool = False
     gpu_options: str | None = None
+    # Not of the ci: section: the OS its recipe requires (`requires: platform`), None where it
+    # names none. It, not a runner's label, says whether the smoke test can run there.
+    platform: str | None = None
 
 
 @dataclass(frozen=True)
@@ -147,6 +150,11 @@ class Recipe:
     source: RecipeSource = "project"
     overrides: bool = False  # a project recipe that replaces the shipped one of its name
     ci: CiEnvironment | None = None  # None: no CI environment (`ci github` refuses it without --runs-on)
+
+    @property
+    def platform(self) -> str | None:
+        """The OS the recipe requires (a value of sys.platform); None where it names none."""
+        return next((r.value for r in self.requires if r.kind == "platform"), None)
 
 
 def shipped_recipes_dir() -> Path:
@@ -178,7 +186,8 @@ def load_recipes(project_dir: Path | None = None) -> dict[str, Recipe]:
         for path in project_dir.glob("*.yaml"):
             recipe, shipped = load_recipe(path), recipes.get(path.stem)
             # Where a backend builds in CI rarely changes with its options: kept unless replaced.
-            ci = recipe.ci if recipe.ci is not None or shipped is None else shipped.ci
+            ci = recipe.ci if recipe.ci is not None or shipped is None or shipped.ci is None else \
+                replace(shipped.ci, platform=recipe.platform)
             recipes[path.stem] = replace(recipe, overrides=shipped is not None, ci=ci)
     return dict(sorted(recipes.items()))
 
@@ -189,7 +198,7 @@ def load_recipe(path: Path, source: RecipeSource = "project") -> Recipe:
                             "rename the file")
     data = read_yaml(path) or {}
     _validate(path, data)
-    return Recipe(
+    recipe = Recipe(
         name=path.stem,
         path=path,
         description=data["description"],
@@ -201,8 +210,8 @@ def load_recipe(path: Path, source: RecipeSource = "project") -> Recipe:
         requires=tuple(_requirement(path, i, r) for i, r in enumerate(data.get("requires") or [])),
         cmake_lists=data.get("cmake-lists"),
         source=source,
-        ci=_ci(data["ci"]) if "ci" in data else None,
     )
+    return replace(recipe, ci=_ci(data["ci"], recipe.platform)) if "ci" in data else recipe
 
 
 def select(recipes: Mapping[str, Recipe], names: Sequence[str]) -> list[Recipe]:
@@ -257,7 +266,7 @@ def _validate(path: Path, data: object) -> None:
     raise PatchkitError(f"{path}: key '{key}': {err.message}")
 
 
-def _ci(data: dict[str, Any]) -> CiEnvironment:
+def _ci(data: dict[str, Any], platform: str | None) -> CiEnvironment:
     return CiEnvironment(
         runs_on=data["runs-on"],
         container=data.get("container"),
@@ -268,6 +277,7 @@ def _ci(data: dict[str, Any]) -> CiEnvironment:
         environment={k: cmake_value(v) for k, v in (data.get("environment") or {}).items()},
         gpu=data.get("gpu", False),
         gpu_options=data.get("gpu-options"),
+        platform=platform,
     )
 
 

@@ -25,7 +25,7 @@ from typing import Any, Mapping
 import yaml
 
 from patchkit import __version__
-from patchkit.backends.recipe import CiEnvironment
+from patchkit.backends.recipe import CiEnvironment, Recipe
 from patchkit.errors import PatchkitError
 
 DEFAULT_CRON = "17 3 * * *"  # off the hour: GitHub delays or drops runs scheduled at :00
@@ -50,8 +50,7 @@ _BRANCH_RE = re.compile(r"^(?!/|.*//|.*\.\.|.*/$|.*\.lock$)[A-Za-z0-9._/-]+$")
 _LABELS_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(,[A-Za-z0-9][A-Za-z0-9._-]*)*$")
 
 
-def ci_environments(recipes: Mapping[str, CiEnvironment | None],
-                    runs_on: Mapping[str, str]) -> dict[str, CiEnvironment]:
+def ci_environments(recipes: Mapping[str, Recipe], runs_on: Mapping[str, str]) -> dict[str, CiEnvironment]:
     """Each backend's CI environment: its recipe's, on the runner RUNS_ON gives where it gives one.
     A backend with neither is refused by name, as is a RUNS_ON for a backend not built. A label may
     be several, comma-separated: a runner must have them all (`self-hosted,gpu`)."""
@@ -63,16 +62,16 @@ def ci_environments(recipes: Mapping[str, CiEnvironment | None],
         if not _LABELS_RE.match(label):
             raise PatchkitError(f"--runs-on {name}={label!r}: not a runner label",
                                 "e.g. --runs-on cuda=self-hosted,gpu")
-    missing = [name for name, ci in recipes.items() if ci is None and name not in runs_on]
+    missing = [name for name, recipe in recipes.items() if recipe.ci is None and name not in runs_on]
     if missing:
         raise PatchkitError(f"backend {', '.join(missing)} has no CI environment (no ci: section in its recipe)",
                             f"add a ci: section to recipes/{missing[0]}.yaml, or give --runs-on "
                             f"{missing[0]}=LABEL for a runner that has its toolchain")
     environments = {}
-    for name, ci in recipes.items():
-        label = runs_on.get(name)
+    for name, recipe in recipes.items():
+        label, ci = runs_on.get(name), recipe.ci
         if ci is None:
-            environments[name] = CiEnvironment(runs_on=str(label))
+            environments[name] = CiEnvironment(runs_on=str(label), platform=recipe.platform)
         else:
             environments[name] = ci if label is None else replace(ci, runs_on=label)
     return environments
@@ -240,8 +239,13 @@ def _build_job(name: str, ci: CiEnvironment, *, smoke: bool, self_hosted: bool, 
 
 
 def _smoke_skipped(name: str, ci: CiEnvironment, self_hosted: bool) -> str | None:
-    """Why `patchkit smoke` cannot run in NAME's job; None where it can."""
-    if any(label.lower().startswith("macos") for label in ci.runs_on.split(",")):
+    """Why `patchkit smoke` cannot run in NAME's job; None where it can. The recipe's platform
+    says the OS (a self-hosted Mac's labels are its owner's words); where it names none, a
+    GitHub-hosted macOS or Windows image's label does."""
+    hosted = {"macos": "darwin", "windows": "win32"}
+    system = ci.platform or next((hosted[prefix] for label in ci.runs_on.lower().split(",")
+                                  for prefix in hosted if label.startswith(prefix)), "linux")
+    if system != "linux":
         return "its interposer is glibc's LD_PRELOAD (Linux only)"
     if ci.gpu and not self_hosted:
         return f"hosted runners have no GPU for {name} (--runs-on {name}=LABEL for a runner with one)"

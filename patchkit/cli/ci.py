@@ -61,7 +61,7 @@ def github_command(
     project = Project.find()
     recipes = select(load_recipes(default_recipes_dir(project)), backend or ["cpu"])
     labels = _runs_on(runs_on)
-    environments = ci_environments({r.name: r.ci for r in recipes}, labels)
+    environments = ci_environments({r.name: r for r in recipes}, labels)
     options = {"requirement": patchkit} if patchkit else {}
     cache = _runner_cache(project, [name for name, ci in environments.items() if ci.container])
     text = nightly_workflow(environments, self_hosted=frozenset(labels), smoke=smoke, cron=cron, python=python,

@@ -217,6 +217,38 @@ def test_a_gpu_container_gets_its_vendors_gpu_options_on_a_runs_on_runner_only(t
     assert "Smoke test" in steps_by_name(jobs["build-hip"])
 
 
+def test_a_self_hosted_mac_is_known_by_its_recipe_not_its_labels(tmp_path):
+    """Metal requires darwin: on a self-hosted Mac whose labels say nothing of macOS, no smoke
+    step (it needs glibc's LD_PRELOAD) and the summary waits for no smoke report from it, which
+    would hold the refresh every night. A recipe that names no OS goes by a hosted image's label."""
+    root = fork(tmp_path)
+    result = run_cli("ci", "github", "--backend", "metal", "--backend", "cpu", "--backend", "cpu-native", "--smoke",
+                     "--runs-on", "metal=self-hosted,apple-m2", "--runs-on", "cpu=macos-14",
+                     "--runs-on", "cpu-native=self-hosted,linux", cwd=root)
+    assert result.returncode == 0, result.stderr
+    config = tmp_path / "actionlint.yaml"
+    config.write_text("self-hosted-runner:\n  labels: [apple-m2]\n")
+    lint_clean(root / WORKFLOW, "-config-file", str(config))
+    jobs = yaml.safe_load((root / WORKFLOW).read_text())["jobs"]
+    assert jobs["build-metal"]["runs-on"] == ["self-hosted", "apple-m2"]
+    for backend in ("metal", "cpu"):
+        steps = steps_by_name(jobs[f"build-{backend}"])
+        assert "Smoke test" not in steps and "LD_PRELOAD" in steps["Smoke test (not run)"]["run"], backend
+    assert "Smoke test" in steps_by_name(jobs["build-cpu-native"])
+    gather = steps_by_name(jobs["summary"])["Gather the night"]["run"]
+    assert "--smoke cpu-native" in gather and "--smoke metal" not in gather and "--smoke cpu " not in gather
+
+
+def test_the_ci_environment_carries_its_recipes_platform(tmp_path):
+    from patchkit.backends.recipe import load_recipes, shipped_recipes_dir
+
+    shipped = load_recipes(shipped_recipes_dir())
+    assert (shipped["metal"].ci.platform, shipped["cuda"].ci.platform) == ("darwin", None)
+    metal = (shipped_recipes_dir() / "metal.yaml").read_text()
+    (tmp_path / "metal.yaml").write_text(metal[:metal.index("\nci:")] + "\n")  # takes the shipped ci:
+    assert load_recipes(tmp_path)["metal"].ci == shipped["metal"].ci
+
+
 @pytest.mark.parametrize("ci, expected", [
     ("{runs-on: x, gpu: true, gpu-options: --gpus all}", "'container' is a dependency of 'gpu-options'"),
     ("{runs-on: x, container: y, gpu-options: --gpus all}", "'gpu' is a dependency of 'gpu-options'"),
