@@ -77,6 +77,23 @@ def ci_environments(recipes: Mapping[str, Recipe], runs_on: Mapping[str, str]) -
     return environments
 
 
+# What actionlint knows without being told: a self-hosted runner's default labels, and (roughly)
+# GitHub's hosted images. Any other label needs its config file.
+_RUNNER_LABELS = {"self-hosted", "linux", "macos", "windows", "x64", "arm", "arm64"}
+_HOSTED_RE = re.compile(r"^(ubuntu|macos|windows)-[a-z0-9.-]+$")
+
+
+def actionlint_config(runs_on: Mapping[str, str]) -> str | None:
+    """The lines `.github/actionlint.yaml` needs for the labels RUNS_ON gives, which actionlint
+    rejects as unknown otherwise; None where it knows them all."""
+    labels = [label for labels in runs_on.values() for label in labels.split(",")
+              if label.lower() not in _RUNNER_LABELS and not _HOSTED_RE.match(label.lower())]
+    if not labels:
+        return None
+    return yaml.safe_dump({"self-hosted-runner": {"labels": list(dict.fromkeys(labels))}},
+                          default_flow_style=None, sort_keys=False)
+
+
 def nightly_workflow(backends: Mapping[str, CiEnvironment], *, self_hosted: frozenset[str] = frozenset(),
                      smoke: bool = False, cron: str = DEFAULT_CRON, python: str = "3.11",
                      branch: str = "patchkit/refresh", cache: str = DEFAULT_CACHE,

@@ -54,7 +54,7 @@ def github_command(
     """
     from patchkit.backends.recipe import default_recipes_dir, load_recipes, select
     from patchkit.fileio import atomic_write
-    from patchkit.ci.workflow import ci_environments, nightly_workflow
+    from patchkit.ci.workflow import actionlint_config, ci_environments, nightly_workflow
     from patchkit.project import Project
     from patchkit.targets import Places, Target, check
 
@@ -69,14 +69,17 @@ def github_command(
     backends = list(environments)
     target = cwd_path(output) if output else project.root / DEFAULT_WORKFLOW
     check(target, Target.FILE, Places.of(project))  # a folder, an unwritable place, the queue: before anything
-    if target.is_file() and not force:  # a FIFO or device is written through, never read
-        if target.read_text(errors="replace") == text:
-            print(f"{target} is up to date")
-            return
+    lint = actionlint_config(labels)
+    if target.is_file() and not force and target.read_text(errors="replace") == text:  # a FIFO is never read
+        print(f"{target} is up to date")
+    elif target.is_file() and not force:
         raise PatchkitError(f"{target} exists and differs from the workflow patchkit writes",
                             "rerun with --force to replace it")
-    atomic_write(target, text.encode())
-    print(f"wrote {target} (build: {', '.join(backends)})")
+    else:
+        atomic_write(target, text.encode())
+        print(f"wrote {target} (build: {', '.join(backends)})")
+    if lint:  # printed, not written: that file may hold the user's own settings
+        print(f"actionlint knows these runner labels only from .github/actionlint.yaml:\n{lint}", end="")
 
 
 @ci_app.command("pull-request")

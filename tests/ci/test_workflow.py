@@ -239,6 +239,29 @@ def test_a_self_hosted_mac_is_known_by_its_recipe_not_its_labels(tmp_path):
     assert "--smoke cpu-native" in gather and "--smoke metal" not in gather and "--smoke cpu " not in gather
 
 
+def test_custom_runner_labels_come_with_the_actionlint_config_they_need(tmp_path):
+    """actionlint rejects a self-hosted runner's own labels unless its config names them: `ci
+    github` prints those lines (it does not write the file, which may hold the user's settings)."""
+    root = fork(tmp_path)
+    result = run_cli("ci", "github", "--backend", "metal", "--backend", "cuda", "--backend", "cpu", "--smoke",
+                     "--runs-on", "metal=self-hosted,apple-m2", "--runs-on", "cuda=self-hosted,linux,gpu,X64",
+                     "--runs-on", "cpu=ubuntu-22.04", cwd=root)
+    assert result.returncode == 0, result.stderr
+    first, said, *lines = result.stdout.splitlines(keepends=True)
+    assert first.startswith("wrote ") and ".github/actionlint.yaml" in said
+    assert yaml.safe_load("".join(lines)) == {"self-hosted-runner": {"labels": ["apple-m2", "gpu"]}}
+    config = tmp_path / "actionlint.yaml"
+    config.write_text("".join(lines))
+    lint_clean(root / WORKFLOW, "-config-file", str(config))
+    assert not (root / ".github/actionlint.yaml").exists()
+    again = run_cli("ci", "github", "--backend", "metal", "--backend", "cuda", "--backend", "cpu", "--smoke",
+                    "--runs-on", "metal=self-hosted,apple-m2", "--runs-on", "cuda=self-hosted,linux,gpu,X64",
+                    "--runs-on", "cpu=ubuntu-22.04", cwd=root)
+    assert "up to date" in again.stdout and "labels: [apple-m2, gpu]" in again.stdout
+    hosted = run_cli("ci", "github", "--backend", "cpu", "--runs-on", "cpu=ubuntu-22.04", "--force", cwd=root)
+    assert hosted.returncode == 0 and "actionlint" not in hosted.stdout
+
+
 def test_the_ci_environment_carries_its_recipes_platform(tmp_path):
     from patchkit.backends.recipe import load_recipes, shipped_recipes_dir
 
