@@ -62,7 +62,10 @@ _CI_SCHEMA: dict[str, Any] = {
         "environment": _VALUES,
         # The build runs anywhere, its binaries need the GPU: smoke-tested only on a runner --runs-on gives.
         "gpu": {"type": "boolean"},
+        # docker options that hand the GPU to the container, on such a runner (`--gpus all` for CUDA).
+        "gpu-options": {"type": "string", "minLength": 1, "pattern": "^[^\n\x00]+$"},
     },
+    "dependentRequired": {"gpu-options": ["container", "gpu"]},
 }
 
 _REQUIREMENT_SCHEMA: dict[str, Any] = {
@@ -126,6 +129,10 @@ class CiEnvironment:
     source: str | None = None
     environment: Mapping[str, str] = field(default_factory=dict)
     gpu: bool = False
+    gpu_options: str | None = None
+    # Not of the ci: section: the OS its recipe requires (`requires: platform`), None where it
+    # names none. It, not a runner's label, says whether the smoke test can run there.
+    platform: str | None = None
 
 
 @dataclass(frozen=True)
@@ -143,6 +150,11 @@ class Recipe:
     source: RecipeSource = "project"
     overrides: bool = False  # a project recipe that replaces the shipped one of its name
     ci: CiEnvironment | None = None  # None: no CI environment (`ci github` refuses it without --runs-on)
+
+    @property
+    def platform(self) -> str | None:
+        """The OS the recipe requires (a value of sys.platform); None where it names none."""
+        return next((r.value for r in self.requires if r.kind == "platform"), None)
 
 
 def shipped_recipes_dir() -> Path:
@@ -174,7 +186,8 @@ def load_recipes(project_dir: Path | None = None) -> dict[str, Recipe]:
         for path in project_dir.glob("*.yaml"):
             recipe, shipped = load_recipe(path), recipes.get(path.stem)
             # Where a backend builds in CI rarely changes with its options: kept unless replaced.
-            ci = recipe.ci if recipe.ci is not None or shipped is None else shipped.ci
+            ci = recipe.ci if recipe.ci is not None or shipped is None or shipped.ci is None else \
+                replace(shipped.ci, platform=recipe.platform)
             recipes[path.stem] = replace(recipe, overrides=shipped is not None, ci=ci)
     return dict(sorted(recipes.items()))
 
@@ -185,7 +198,7 @@ def load_recipe(path: Path, source: RecipeSource = "project") -> Recipe:
                             "rename the file")
     data = read_yaml(path) or {}
     _validate(path, data)
-    return Recipe(
+    recipe = Recipe(
         name=path.stem,
         path=path,
         description=data["description"],
@@ -197,8 +210,8 @@ def load_recipe(path: Path, source: RecipeSource = "project") -> Recipe:
         requires=tuple(_requirement(path, i, r) for i, r in enumerate(data.get("requires") or [])),
         cmake_lists=data.get("cmake-lists"),
         source=source,
-        ci=_ci(data["ci"]) if "ci" in data else None,
     )
+    return replace(recipe, ci=_ci(data["ci"], recipe.platform)) if "ci" in data else recipe
 
 
 def select(recipes: Mapping[str, Recipe], names: Sequence[str]) -> list[Recipe]:
@@ -253,7 +266,7 @@ def _validate(path: Path, data: object) -> None:
     raise PatchkitError(f"{path}: key '{key}': {err.message}")
 
 
-def _ci(data: dict[str, Any]) -> CiEnvironment:
+def _ci(data: dict[str, Any], platform: str | None) -> CiEnvironment:
     return CiEnvironment(
         runs_on=data["runs-on"],
         container=data.get("container"),
@@ -263,6 +276,8 @@ def _ci(data: dict[str, Any]) -> CiEnvironment:
         source=data.get("source"),
         environment={k: cmake_value(v) for k, v in (data.get("environment") or {}).items()},
         gpu=data.get("gpu", False),
+        gpu_options=data.get("gpu-options"),
+        platform=platform,
     )
 
 

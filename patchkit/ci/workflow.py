@@ -11,7 +11,9 @@ and the token: it gathers every report into one (`patchkit ci summary`), keeps t
 and pushes the refresh and opens its pull request when the night allows it.
 
 Caches are keyed by run id and restored by prefix, because a cache key, once saved, can never be
-overwritten.
+overwritten. actions/cache stores its paths relative to the workspace, and a container job has
+another workspace and HOME than a runner's (`/__w/R/R`, `/github/home`): the mirror lives in the
+workspace, where every job, host or container, saves and restores it alike.
 """
 
 from __future__ import annotations
@@ -23,11 +25,14 @@ from typing import Any, Mapping
 import yaml
 
 from patchkit import __version__
-from patchkit.backends.recipe import CiEnvironment
+from patchkit.backends.recipe import CiEnvironment, Recipe
 from patchkit.errors import PatchkitError
 
 DEFAULT_CRON = "17 3 * * *"  # off the hour: GitHub delays or drops runs scheduled at :00
-DEFAULT_CACHE = "~/.cache/patchkit"  # patchkit's cache on a runner (XDG_CACHE_HOME is unset there)
+# XDG_CACHE_HOME in every job that uses the mirror; git-ignored (all of .patchkit/ is), beside the
+# report folders and not in them, and neither pushed nor uploaded.
+CACHE_HOME = ".patchkit/cache"
+DEFAULT_CACHE = f"{CACHE_HOME}/patchkit"  # patchkit's cache there, for a project whose patchkit.yaml names none
 REPORT_DIR = ".patchkit/nightly"  # git-ignored, like all of .patchkit/
 BUILD_REPORT_DIR = ".patchkit/build"
 SUMMARY_DIR = ".patchkit/summary"
@@ -45,8 +50,7 @@ _BRANCH_RE = re.compile(r"^(?!/|.*//|.*\.\.|.*/$|.*\.lock$)[A-Za-z0-9._/-]+$")
 _LABELS_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(,[A-Za-z0-9][A-Za-z0-9._-]*)*$")
 
 
-def ci_environments(recipes: Mapping[str, CiEnvironment | None],
-                    runs_on: Mapping[str, str]) -> dict[str, CiEnvironment]:
+def ci_environments(recipes: Mapping[str, Recipe], runs_on: Mapping[str, str]) -> dict[str, CiEnvironment]:
     """Each backend's CI environment: its recipe's, on the runner RUNS_ON gives where it gives one.
     A backend with neither is refused by name, as is a RUNS_ON for a backend not built. A label may
     be several, comma-separated: a runner must have them all (`self-hosted,gpu`)."""
@@ -58,19 +62,36 @@ def ci_environments(recipes: Mapping[str, CiEnvironment | None],
         if not _LABELS_RE.match(label):
             raise PatchkitError(f"--runs-on {name}={label!r}: not a runner label",
                                 "e.g. --runs-on cuda=self-hosted,gpu")
-    missing = [name for name, ci in recipes.items() if ci is None and name not in runs_on]
+    missing = [name for name, recipe in recipes.items() if recipe.ci is None and name not in runs_on]
     if missing:
         raise PatchkitError(f"backend {', '.join(missing)} has no CI environment (no ci: section in its recipe)",
                             f"add a ci: section to recipes/{missing[0]}.yaml, or give --runs-on "
                             f"{missing[0]}=LABEL for a runner that has its toolchain")
     environments = {}
-    for name, ci in recipes.items():
-        label = runs_on.get(name)
+    for name, recipe in recipes.items():
+        label, ci = runs_on.get(name), recipe.ci
         if ci is None:
-            environments[name] = CiEnvironment(runs_on=str(label))
+            environments[name] = CiEnvironment(runs_on=str(label), platform=recipe.platform)
         else:
             environments[name] = ci if label is None else replace(ci, runs_on=label)
     return environments
+
+
+# What actionlint knows without being told: a self-hosted runner's default labels, and (roughly)
+# GitHub's hosted images. Any other label needs its config file.
+_RUNNER_LABELS = {"self-hosted", "linux", "macos", "windows", "x64", "arm", "arm64"}
+_HOSTED_RE = re.compile(r"^(ubuntu|macos|windows)-[a-z0-9.-]+$")
+
+
+def actionlint_config(runs_on: Mapping[str, str]) -> str | None:
+    """The lines `.github/actionlint.yaml` needs for the labels RUNS_ON gives, which actionlint
+    rejects as unknown otherwise; None where it knows them all."""
+    labels = [label for labels in runs_on.values() for label in labels.split(",")
+              if label.lower() not in _RUNNER_LABELS and not _HOSTED_RE.match(label.lower())]
+    if not labels:
+        return None
+    return yaml.safe_dump({"self-hosted-runner": {"labels": list(dict.fromkeys(labels))}},
+                          default_flow_style=None, sort_keys=False)
 
 
 def nightly_workflow(backends: Mapping[str, CiEnvironment], *, self_hosted: frozenset[str] = frozenset(),
@@ -83,6 +104,8 @@ def nightly_workflow(backends: Mapping[str, CiEnvironment], *, self_hosted: froz
     runners (the mirror); REQUIREMENT: what pip installs as patchkit."""
     _check(backends, cron, python, branch, requirement)
     mirror = {"path": cache, "key": "patchkit-mirror-${{ github.run_id }}", "restore-keys": "patchkit-mirror-"}
+    cache_home = {"name": "Keep patchkit's cache in the workspace",
+                  "run": f'echo "XDG_CACHE_HOME=$GITHUB_WORKSPACE/{CACHE_HOME}" >> "$GITHUB_ENV"'}
     install = {"name": "Install patchkit", "run": 'python -m pip install -q "$PATCHKIT"',
                "env": {"PATCHKIT": requirement}}
     setup_python = {"uses": "actions/setup-python@v5", "with": {"python-version": python}}
@@ -93,6 +116,7 @@ def nightly_workflow(backends: Mapping[str, CiEnvironment], *, self_hosted: froz
         "outputs": {"commit": "${{ steps.night.outputs.commit }}"},
         "env": {"REPORTS": REPORT_DIR},
         "steps": [
+            cache_home,
             {"uses": "actions/checkout@v4"},
             setup_python,
             install,
@@ -111,8 +135,8 @@ def nightly_workflow(backends: Mapping[str, CiEnvironment], *, self_hosted: froz
     jobs: dict[str, Any] = {"nightly": nightly_job}
     smoked = [name for name, ci in backends.items() if smoke and _smoke_skipped(name, ci, name in self_hosted) is None]
     for name, ci in backends.items():
-        jobs[_job_id(name)] = _build_job(name, ci, smoke=smoke, self_hosted=name in self_hosted,
-                                         python=python, mirror=mirror, requirement=requirement)
+        jobs[_job_id(name)] = _build_job(name, ci, smoke=smoke, self_hosted=name in self_hosted, python=python,
+                                         mirror=mirror, cache_home=cache_home, requirement=requirement)
     gather = " ".join(["patchkit ci summary", REPORTS, *(f"--backend {name}" for name in backends),
                        *(f"--smoke {name}" for name in smoked), f"--report-dir {SUMMARY_DIR} --github-issues"])
     summary_job = {
@@ -171,7 +195,7 @@ def _upload(name: str, path: str) -> dict[str, Any]:
 
 
 def _build_job(name: str, ci: CiEnvironment, *, smoke: bool, self_hosted: bool, python: str,
-               mirror: dict[str, str], requirement: str) -> dict[str, Any]:
+               mirror: dict[str, str], cache_home: dict[str, str], requirement: str) -> dict[str, Any]:
     labels = ci.runs_on.split(",")
     packages = " ".join(["ccache", *ci.packages])
     steps: list[dict[str, Any]] = []
@@ -222,16 +246,23 @@ def _build_job(name: str, ci: CiEnvironment, *, smoke: bool, self_hosted: bool, 
     # CCACHE_DIR from HOME, which env: cannot expand; ccache's own default differs on macOS.
     ccache_dir = {"name": "Use the job's own ccache",
                   "run": f'echo "CCACHE_DIR={CCACHE.replace("~", "$HOME", 1)}" >> "$GITHUB_ENV"'}
+    # Hosted runners have no GPU to hand over; a --runs-on runner is there for its GPU.
+    container = {"image": ci.container, "options": ci.gpu_options} if self_hosted and ci.gpu_options else ci.container
     return {"name": f"Build {name}", "needs": "nightly", "runs-on": labels[0] if len(labels) == 1 else labels,
-            **({"container": ci.container} if ci.container else {}),
+            **({"container": container} if container else {}),
             "permissions": {"contents": "read"},
             "env": {"BACKEND": name, "REPORTS": BUILD_REPORT_DIR, **ci.environment},
-            "steps": [ccache_dir, *steps]}
+            "steps": [ccache_dir, cache_home, *steps]}
 
 
 def _smoke_skipped(name: str, ci: CiEnvironment, self_hosted: bool) -> str | None:
-    """Why `patchkit smoke` cannot run in NAME's job; None where it can."""
-    if any(label.lower().startswith("macos") for label in ci.runs_on.split(",")):
+    """Why `patchkit smoke` cannot run in NAME's job; None where it can. The recipe's platform
+    says the OS (a self-hosted Mac's labels are its owner's words); where it names none, a
+    GitHub-hosted macOS or Windows image's label does."""
+    hosted = {"macos": "darwin", "windows": "win32"}
+    system = ci.platform or next((hosted[prefix] for label in ci.runs_on.lower().split(",")
+                                  for prefix in hosted if label.startswith(prefix)), "linux")
+    if system != "linux":
         return "its interposer is glibc's LD_PRELOAD (Linux only)"
     if ci.gpu and not self_hosted:
         return f"hosted runners have no GPU for {name} (--runs-on {name}=LABEL for a runner with one)"

@@ -54,28 +54,32 @@ def github_command(
     """
     from patchkit.backends.recipe import default_recipes_dir, load_recipes, select
     from patchkit.fileio import atomic_write
-    from patchkit.ci.workflow import ci_environments, nightly_workflow
+    from patchkit.ci.workflow import actionlint_config, ci_environments, nightly_workflow
     from patchkit.project import Project
     from patchkit.targets import Places, Target, check
 
     project = Project.find()
     recipes = select(load_recipes(default_recipes_dir(project)), backend or ["cpu"])
     labels = _runs_on(runs_on)
-    environments = ci_environments({r.name: r.ci for r in recipes}, labels)
+    environments = ci_environments({r.name: r for r in recipes}, labels)
     options = {"requirement": patchkit} if patchkit else {}
+    cache = _runner_cache(project, [name for name, ci in environments.items() if ci.container])
     text = nightly_workflow(environments, self_hosted=frozenset(labels), smoke=smoke, cron=cron, python=python,
-                            branch=branch, cache=_runner_cache(project), **options)
+                            branch=branch, cache=cache, **options)
     backends = list(environments)
     target = cwd_path(output) if output else project.root / DEFAULT_WORKFLOW
     check(target, Target.FILE, Places.of(project))  # a folder, an unwritable place, the queue: before anything
-    if target.is_file() and not force:  # a FIFO or device is written through, never read
-        if target.read_text(errors="replace") == text:
-            print(f"{target} is up to date")
-            return
+    lint = actionlint_config(labels)
+    if target.is_file() and not force and target.read_text(errors="replace") == text:  # a FIFO is never read
+        print(f"{target} is up to date")
+    elif target.is_file() and not force:
         raise PatchkitError(f"{target} exists and differs from the workflow patchkit writes",
                             "rerun with --force to replace it")
-    atomic_write(target, text.encode())
-    print(f"wrote {target} (build: {', '.join(backends)})")
+    else:
+        atomic_write(target, text.encode())
+        print(f"wrote {target} (build: {', '.join(backends)})")
+    if lint:  # printed, not written: that file may hold the user's own settings
+        print(f"actionlint knows these runner labels only from .github/actionlint.yaml:\n{lint}", end="")
 
 
 @ci_app.command("pull-request")
@@ -161,16 +165,25 @@ def _runs_on(pairs: List[str]) -> dict[str, str]:
     return labels
 
 
-def _runner_cache(project: Project) -> str:
-    """patchkit's cache folder as the runners see it: the default is the runner's default, a
-    `cache:` inside the repository is relative to the checkout, any other is taken as it is."""
+def _runner_cache(project: Project, containers: List[str]) -> str:
+    """patchkit's cache folder as the jobs see it, relative to the checkout: the default is the
+    workflow's own (in the workspace), a `cache:` inside the repository is that. Any other is
+    taken as it is, except where a job runs in a CONTAINER: there the mirror the nightly saved
+    would be restored elsewhere than patchkit looks."""
     from patchkit.ci.workflow import DEFAULT_CACHE
     from patchkit.project import default_cache_dir
 
     cache, root = project.cache_dir.resolve(), project.root.resolve()
     if cache == default_cache_dir().resolve():
         return DEFAULT_CACHE
-    return cache.relative_to(root).as_posix() if cache.is_relative_to(root) else str(cache)
+    if cache.is_relative_to(root):
+        return cache.relative_to(root).as_posix()
+    if containers:
+        raise PatchkitError(f"{project.config_path}: key 'cache' names {cache}, outside the repository, where "
+                            f"the {containers[0]} job's container would not find the mirror",
+                            "drop the key (the workflow keeps the cache in the workspace), or name a "
+                            "folder inside the repository")
+    return str(cache)
 
 
 def _read_body(path: Path) -> str:

@@ -70,11 +70,14 @@ def test_generated_workflow_passes_actionlint_and_has_the_structure(tmp_path):
     assert nightly["env"] == {"REPORTS": ".patchkit/nightly"}
     assert nightly["outputs"] == {"commit": "${{ steps.night.outputs.commit }}"}
     mirror = steps["Restore the upstream mirror"]["with"]
-    assert mirror == {"path": "~/.cache/patchkit", "key": "patchkit-mirror-${{ github.run_id }}",
+    # In the workspace, where a container job restores it too, and patchkit told so.
+    assert mirror == {"path": ".patchkit/cache/patchkit", "key": "patchkit-mirror-${{ github.run_id }}",
                       "restore-keys": "patchkit-mirror-"}
+    cache_home = 'echo "XDG_CACHE_HOME=$GITHUB_WORKSPACE/.patchkit/cache" >> "$GITHUB_ENV"'
+    assert nightly["steps"][0]["run"] == cache_home
     save = steps["Save the upstream mirror"]
     assert save["uses"] == "actions/cache/save@v4" and save["if"] == "always()"
-    assert save["with"] == {"path": "~/.cache/patchkit", "key": mirror["key"]}
+    assert save["with"] == {"path": ".patchkit/cache/patchkit", "key": mirror["key"]}
     upload = steps["Upload patchkit-nightly"]
     assert upload["uses"] == "actions/upload-artifact@v4" and upload["if"] == "always()"
     assert upload["with"]["path"] == ".patchkit/nightly" and upload["with"]["include-hidden-files"] is True
@@ -87,6 +90,7 @@ def test_generated_workflow_passes_actionlint_and_has_the_structure(tmp_path):
         assert steps["Install the packages"]["run"] == f"sudo apt-get update -qq && sudo apt-get install -y -qq {packages}"
         assert steps["Install patchkit"]["run"] == 'python -m pip install -q "$PATCHKIT" cmake ninja'
         assert steps["Restore the upstream mirror"]["with"] == mirror
+        assert steps["Keep patchkit's cache in the workspace"]["run"] == cache_home
         ccache = steps["Restore ccache"]["with"]
         assert ccache == {"path": "~/.cache/ccache", "key": f"ccache-{backend}-${{{{ github.run_id }}}}",
                           "restore-keys": f"ccache-{backend}-"}
@@ -109,6 +113,11 @@ def test_generated_workflow_passes_actionlint_and_has_the_structure(tmp_path):
     assert push["env"] == {"BRANCH": "patchkit/refresh", "NIGHT": "reports/patchkit-nightly"}
     assert 'git push --force origin "HEAD:refs/heads/$BRANCH"' in push["run"]
     assert "git add -A -- patches patchkit.lock" in push["run"]
+    # The cache is neither uploaded nor in a folder uploaded, nor pushed.
+    uploads = [step["with"]["path"] for job in jobs.values() for step in job["steps"]
+               if step.get("uses") == "actions/upload-artifact@v4"]
+    assert uploads and not any(".patchkit/cache/patchkit".startswith(f"{u}/") or u.startswith(".patchkit/cache")
+                               for u in uploads)
     pr = steps["Open or update the pull request"]
     assert pr["if"] == "!cancelled() && steps.push.outputs.ref != ''" and pr["env"]["GITHUB_TOKEN"] == TOKEN
     assert pr["run"] == ('patchkit ci pull-request "$BRANCH" --base "$GITHUB_REF_NAME" '
@@ -186,9 +195,95 @@ def test_a_backend_without_a_ci_environment_is_refused_unless_runs_on_gives_one(
     jobs = yaml.safe_load((root / WORKFLOW).read_text())["jobs"]
     native, cuda = jobs["build-cpu-native"], jobs["build-cuda"]
     assert native["runs-on"] == ["self-hosted", "linux"] and "container" not in native
-    # The recipe's environment stays; the runner is the one given, with the GPU the smoke test needs.
-    assert cuda["runs-on"] == ["self-hosted", "gpu"] and cuda["container"] == "nvidia/cuda:12.6.2-devel-ubuntu24.04"
+    # The recipe's environment stays; the runner is the one given, with the GPU the smoke test
+    # needs, handed to the container by the recipe's gpu-options.
+    assert cuda["runs-on"] == ["self-hosted", "gpu"]
+    assert cuda["container"] == {"image": "nvidia/cuda:12.6.2-devel-ubuntu24.04", "options": "--gpus all"}
     assert "Smoke test" in steps_by_name(cuda)
+
+
+def test_a_gpu_container_gets_its_vendors_gpu_options_on_a_runs_on_runner_only(tmp_path):
+    root = fork(tmp_path)
+    result = run_cli("ci", "github", "--backend", "cuda", "--backend", "hip", "--smoke",
+                     "--runs-on", "hip=self-hosted,rocm", cwd=root)
+    assert result.returncode == 0, result.stderr
+    config = tmp_path / "actionlint.yaml"
+    config.write_text("self-hosted-runner:\n  labels: [rocm]\n")
+    lint_clean(root / WORKFLOW, "-config-file", str(config))
+    jobs = yaml.safe_load((root / WORKFLOW).read_text())["jobs"]
+    assert jobs["build-cuda"]["container"] == "nvidia/cuda:12.6.2-devel-ubuntu24.04"  # hosted: no GPU to hand over
+    assert jobs["build-hip"]["container"] == {"image": "rocm/dev-ubuntu-22.04:6.1.2",
+                                              "options": "--device /dev/kfd --device /dev/dri --group-add video"}
+    assert "Smoke test" in steps_by_name(jobs["build-hip"])
+
+
+def test_a_self_hosted_mac_is_known_by_its_recipe_not_its_labels(tmp_path):
+    """Metal requires darwin: on a self-hosted Mac whose labels say nothing of macOS, no smoke
+    step (it needs glibc's LD_PRELOAD) and the summary waits for no smoke report from it, which
+    would hold the refresh every night. A recipe that names no OS goes by a hosted image's label."""
+    root = fork(tmp_path)
+    result = run_cli("ci", "github", "--backend", "metal", "--backend", "cpu", "--backend", "cpu-native", "--smoke",
+                     "--runs-on", "metal=self-hosted,apple-m2", "--runs-on", "cpu=macos-14",
+                     "--runs-on", "cpu-native=self-hosted,linux", cwd=root)
+    assert result.returncode == 0, result.stderr
+    config = tmp_path / "actionlint.yaml"
+    config.write_text("self-hosted-runner:\n  labels: [apple-m2]\n")
+    lint_clean(root / WORKFLOW, "-config-file", str(config))
+    jobs = yaml.safe_load((root / WORKFLOW).read_text())["jobs"]
+    assert jobs["build-metal"]["runs-on"] == ["self-hosted", "apple-m2"]
+    for backend in ("metal", "cpu"):
+        steps = steps_by_name(jobs[f"build-{backend}"])
+        assert "Smoke test" not in steps and "LD_PRELOAD" in steps["Smoke test (not run)"]["run"], backend
+    assert "Smoke test" in steps_by_name(jobs["build-cpu-native"])
+    gather = steps_by_name(jobs["summary"])["Gather the night"]["run"]
+    assert "--smoke cpu-native" in gather and "--smoke metal" not in gather and "--smoke cpu " not in gather
+
+
+def test_custom_runner_labels_come_with_the_actionlint_config_they_need(tmp_path):
+    """actionlint rejects a self-hosted runner's own labels unless its config names them: `ci
+    github` prints those lines (it does not write the file, which may hold the user's settings)."""
+    root = fork(tmp_path)
+    result = run_cli("ci", "github", "--backend", "metal", "--backend", "cuda", "--backend", "cpu", "--smoke",
+                     "--runs-on", "metal=self-hosted,apple-m2", "--runs-on", "cuda=self-hosted,linux,gpu,X64",
+                     "--runs-on", "cpu=ubuntu-22.04", cwd=root)
+    assert result.returncode == 0, result.stderr
+    first, said, *lines = result.stdout.splitlines(keepends=True)
+    assert first.startswith("wrote ") and ".github/actionlint.yaml" in said
+    assert yaml.safe_load("".join(lines)) == {"self-hosted-runner": {"labels": ["apple-m2", "gpu"]}}
+    config = tmp_path / "actionlint.yaml"
+    config.write_text("".join(lines))
+    lint_clean(root / WORKFLOW, "-config-file", str(config))
+    assert not (root / ".github/actionlint.yaml").exists()
+    again = run_cli("ci", "github", "--backend", "metal", "--backend", "cuda", "--backend", "cpu", "--smoke",
+                    "--runs-on", "metal=self-hosted,apple-m2", "--runs-on", "cuda=self-hosted,linux,gpu,X64",
+                    "--runs-on", "cpu=ubuntu-22.04", cwd=root)
+    assert "up to date" in again.stdout and "labels: [apple-m2, gpu]" in again.stdout
+    hosted = run_cli("ci", "github", "--backend", "cpu", "--runs-on", "cpu=ubuntu-22.04", "--force", cwd=root)
+    assert hosted.returncode == 0 and "actionlint" not in hosted.stdout
+
+
+def test_the_ci_environment_carries_its_recipes_platform(tmp_path):
+    from patchkit.backends.recipe import load_recipes, shipped_recipes_dir
+
+    shipped = load_recipes(shipped_recipes_dir())
+    assert (shipped["metal"].ci.platform, shipped["cuda"].ci.platform) == ("darwin", None)
+    metal = (shipped_recipes_dir() / "metal.yaml").read_text()
+    (tmp_path / "metal.yaml").write_text(metal[:metal.index("\nci:")] + "\n")  # takes the shipped ci:
+    assert load_recipes(tmp_path)["metal"].ci == shipped["metal"].ci
+
+
+@pytest.mark.parametrize("ci, expected", [
+    ("{runs-on: x, gpu: true, gpu-options: --gpus all}", "'container' is a dependency of 'gpu-options'"),
+    ("{runs-on: x, container: y, gpu-options: --gpus all}", "'gpu' is a dependency of 'gpu-options'"),
+    ("{runs-on: x, container: y, gpu: true, gpu-options: ''}", "key 'ci.gpu-options'"),
+])
+def test_gpu_options_need_a_gpu_container(tmp_path, ci, expected):
+    from patchkit.backends.recipe import load_recipe
+
+    path = tmp_path / "mine.yaml"
+    path.write_text(f"description: x\nci: {ci}\n")
+    with pytest.raises(PatchkitError, match=expected):
+        load_recipe(path)
 
 
 def test_actionlint_does_catch_a_broken_workflow(tmp_path):
@@ -229,6 +324,19 @@ def test_options_and_a_cache_inside_the_repository(tmp_path):
     summary = steps_by_name(workflow["jobs"]["summary"])
     assert summary["Push the refreshed patches and the lock"]["env"]["BRANCH"] == "bot/rebase"
     assert not (root / WORKFLOW).exists()
+
+
+def test_a_cache_outside_the_repository_is_refused_where_a_job_runs_in_a_container(tmp_path):
+    """A container has another HOME and workspace than its runner: a mirror the nightly saved at
+    an absolute path outside the checkout would be restored elsewhere than patchkit looks."""
+    root = fork(tmp_path, f"cache: {tmp_path / 'cache'}\n")
+    refused = run_cli("ci", "github", "--backend", "cpu", "--backend", "cuda", cwd=root)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1
+    assert "outside the repository" in refused.stderr and "cuda" in refused.stderr
+    assert not (root / WORKFLOW).exists()
+    assert run_cli("ci", "github", "--backend", "cpu", cwd=root).returncode == 0  # runners only: as it is
+    nightly = steps_by_name(yaml.safe_load((root / WORKFLOW).read_text())["jobs"]["nightly"])
+    assert nightly["Restore the upstream mirror"]["with"]["path"] == str(tmp_path / "cache")
 
 
 def test_unknown_backend_and_bad_values_are_one_line_errors(tmp_path):

@@ -10,11 +10,14 @@ What GitHub Actions would provide is substituted, and nothing else:
   steps wrote to `$GITHUB_OUTPUT` (a job's `outputs:` evaluated at its end). Any other expression
   fails the test. `if:` knows `always()`, `!cancelled()` (true), `&&`, `==` and `!=`; a step
   without one runs while every step before it succeeded, a job while the jobs it needs did.
-- Each job runs in its own machine: a fresh `HOME` and a workspace of its own. `uses:
-  actions/checkout` is a clone of the fork (its `origin` is a local bare remote, so `git push`
-  goes there); `actions/setup-python` puts this interpreter on PATH as `python`;
-  `actions/cache/restore|save` copy the path from and to a folder per key (restored by exact key,
-  else the newest under a `restore-keys` prefix); `actions/upload-artifact` copies the path to a
+- Each job runs in its own machine, laid out as GitHub's: a runner's HOME `home/runner` with the
+  workspace `home/runner/work/fork/fork`; a job with a `container:` has HOME `github/home` and the
+  workspace `__w/fork/fork`. `uses: actions/checkout` is a clone of the fork (its `origin` is a
+  local bare remote, so `git push` goes there); `actions/setup-python` puts this interpreter on
+  PATH as `python`; `actions/cache/restore|save` copy the path from and to a folder per key,
+  stored as actions/cache stores it, relative to the workspace (`~` is the job's HOME), and
+  restored relative to the restoring job's workspace (by exact key, else the newest under a
+  `restore-keys` prefix); `actions/upload-artifact` copies the path to a
   folder per artifact, `actions/download-artifact` copies every one matching its pattern back,
   one folder each.
 - The step that runs `pip install "$PATCHKIT" ...` is this checkout instead: a `patchkit` on PATH
@@ -76,7 +79,9 @@ class Runner:
             self.results[job_id] = "skipped"
             return
         machine = self.root / "machines" / job_id
-        home, workspace, files = machine / "home", machine / "workspace", machine / "files"
+        home, workspace = ((machine / "github/home", machine / "__w/fork/fork") if "container" in job
+                           else (machine / "home/runner", machine / "home/runner/work/fork/fork"))
+        files = machine / "files"
         for folder in (home, workspace, files):
             folder.mkdir(parents=True)
         bin_dir = machine / "bin"
@@ -93,17 +98,17 @@ class Runner:
             condition = step.get("if")
             if condition is None and failed or condition is not None and not self.condition(condition, steps):
                 continue
-            ok = self.run_step(index, step, env, steps, workspace, files, bin_dir)
+            ok = self.run_step(index, step, env, steps, machine, workspace, files, bin_dir)
             failed = failed or not ok
         self.job_outputs[job_id] = {k: self.expand(v, steps) for k, v in job.get("outputs", {}).items()}
         self.results[job_id] = "failure" if failed else "success"
 
     def run_step(self, index: int, step: dict[str, Any], env: dict[str, str], steps: dict[str, dict[str, str]],
-                 workspace: Path, files: Path, bin_dir: Path) -> bool:
+                 machine: Path, workspace: Path, files: Path, bin_dir: Path) -> bool:
         name = step.get("name", step.get("uses"))
         if "uses" in step:
             self.use(step["uses"], {k: self.expand(str(v), steps) for k, v in step.get("with", {}).items()},
-                     workspace, bin_dir, env)
+                     machine, workspace, bin_dir, env)
             return True
         script = self.expand(step["run"], steps)
         if 'pip install -q "$PATCHKIT"' in script:  # this checkout instead
@@ -128,11 +133,18 @@ class Runner:
             env["PATH"] = f"{folder}{os.pathsep}{env['PATH']}"
         return proc.returncode == 0
 
-    def use(self, action: str, inputs: dict[str, str], workspace: Path, bin_dir: Path, env: dict[str, str]) -> None:
+    def use(self, action: str, inputs: dict[str, str], machine: Path, workspace: Path, bin_dir: Path,
+            env: dict[str, str]) -> None:
         home = Path(env["HOME"])
 
         def path(value: str) -> Path:
             return home / value[2:] if value.startswith("~/") else workspace / value
+
+        def cached(relative: str) -> Path:  # tar -C WORKSPACE: a `..` above the machine's root stays there
+            parts = list(workspace.relative_to(machine).parts)
+            for part in Path(relative).parts:
+                parts = parts[:-1] if part == ".." else [*parts, part]
+            return machine.joinpath(*parts)
 
         store, artifacts = self.root / "cache-store", self.root / "artifacts"
         if action == "actions/checkout@v4":
@@ -147,10 +159,13 @@ class Runner:
                               key=lambda k: k.stat().st_mtime)
                 key = keys[-1] if keys else key
             if key.exists():
-                shutil.copytree(key, path(inputs["path"]), symlinks=True, dirs_exist_ok=True)
+                relative = (key / "path").read_text()
+                shutil.copytree(key / "files", cached(relative), symlinks=True, dirs_exist_ok=True)
         elif action == "actions/cache/save@v4":
-            if not (store / inputs["key"]).exists() and path(inputs["path"]).exists():  # a saved key never changes
-                shutil.copytree(path(inputs["path"]), store / inputs["key"], symlinks=True)
+            key, saved = store / inputs["key"], path(inputs["path"])
+            if not key.exists() and saved.exists():  # a saved key never changes
+                shutil.copytree(saved, key / "files", symlinks=True)
+                (key / "path").write_text(os.path.relpath(saved, workspace))
         elif action == "actions/upload-artifact@v4":
             assert inputs["include-hidden-files"] == "True"
             if path(inputs["path"]).exists():
@@ -197,8 +212,9 @@ class Runner:
         return True
 
 
-def upstream_and_fork(tmp_path: Path) -> tuple[Path, Path, Path]:
-    """The tiny upstream (branch master), a fork carrying one patch to it, and the fork's bare remote."""
+def upstream_and_fork(tmp_path: Path, recipes: dict[str, str] | None = None) -> tuple[Path, Path, Path]:
+    """The tiny upstream (branch master), a fork carrying one patch to it (and RECIPES: the fork's
+    recipes/NAME.yaml), and the fork's bare remote."""
     upstream = tmp_path / "upstream"
     shutil.copytree(PROJECT, upstream)
     git("init", "-q", "-b", "master", cwd=upstream)
@@ -215,6 +231,9 @@ def upstream_and_fork(tmp_path: Path) -> tuple[Path, Path, Path]:
     (fork / "patches/series").write_text("hello.patch\n")
     (fork / "patchkit.yaml").write_text(f"upstream:\n  url: {upstream}\n  branch: master\n")
     (fork / ".gitignore").write_text("/.patchkit/\n/llama.cpp/\n")
+    for name, text in (recipes or {}).items():
+        (fork / "recipes").mkdir(exist_ok=True)
+        (fork / "recipes" / f"{name}.yaml").write_text(text)
     generated = run_cli("ci", "github", "--backend", "cpu", cwd=fork)
     assert generated.returncode == 0, generated.stderr
     git("init", "-q", "-b", "main", cwd=fork)
@@ -262,3 +281,22 @@ def test_the_nightly_cpu_and_summary_jobs_run_as_written(tmp_path, fake):
     runner.run_job("summary-with-a-typo", broken["jobs"]["summary"])
     assert runner.results["summary-with-a-typo"] == "failure"
     assert "no such command 'sumary'" in runner.logs[-1] and fake.log == []
+
+
+def test_a_container_job_builds_from_the_mirror_the_nightly_saved(tmp_path, fake):
+    """The CPU job in a container (its own workspace and HOME, as CUDA's and HIP's are): patchkit
+    there finds the upstream mirror the nightly saved on the runner, and clones none of its own."""
+    recipe = (CHECKOUT / "recipes/cpu.yaml").read_text().split("\nci:")[0]
+    recipe += "\nci:\n  runs-on: ubuntu-24.04\n  container: ubuntu:24.04\n"
+    upstream, fork, remote = upstream_and_fork(tmp_path, {"cpu": recipe})
+    workflow = yaml.safe_load((fork / WORKFLOW).read_text())
+    assert workflow["jobs"]["build-cpu"]["container"] == "ubuntu:24.04"
+    runner = Runner(tmp_path, remote, fake)
+    for job_id in ("nightly", "build-cpu"):
+        runner.run_job(job_id, workflow["jobs"][job_id])
+    log = "\n".join(runner.logs)
+    assert runner.results == {"nightly": "success", "build-cpu": "success"}, log
+    machine = tmp_path / "machines/build-cpu"
+    mirrors = [head.parent for head in machine.glob("**/mirrors/*/HEAD")]
+    assert len(mirrors) == 1, mirrors
+    assert mirrors[0].is_relative_to(machine / "__w/fork/fork")  # in the workspace, restored there
