@@ -64,6 +64,15 @@ class GitHubConfig:
                    deadline=_seconds(environ, DEADLINE_VARIABLE, DEADLINE))
 
 
+def run_url(environ: Mapping[str, str] = os.environ) -> str | None:
+    """The page of the GitHub Actions run this is (GITHUB_SERVER_URL, GITHUB_REPOSITORY,
+    GITHUB_RUN_ID), for issues to link; None outside Actions."""
+    if not (environ.get("GITHUB_RUN_ID") and environ.get("GITHUB_REPOSITORY")):
+        return None
+    return (f"{environ.get('GITHUB_SERVER_URL', 'https://github.com')}/"
+            f"{environ['GITHUB_REPOSITORY']}/actions/runs/{environ['GITHUB_RUN_ID']}")
+
+
 def _seconds(environ: Mapping[str, str], name: str, default: float) -> float:
     raw = environ.get(name, "")
     if raw == "":  # empty is unset, as for PATCHKIT_HTTP_*

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Literal, Mapping, Sequence
 
 from patchkit.apply import Verdict
-from patchkit.ci.github import GitHub, GitHubConfig, Problem, Subject
+from patchkit.ci.github import GitHub, GitHubConfig, Problem, Subject, run_url
 from patchkit.ci.workflow import BACKEND_RE, BUILD_ARTIFACT, NIGHTLY_ARTIFACT
 from patchkit.errors import PatchkitError
 from patchkit.fileio import append, atomic_write
@@ -180,12 +180,8 @@ class Destinations:
         summary, output = environ.get("GITHUB_STEP_SUMMARY") or None, environ.get("GITHUB_OUTPUT") or None
         check(summary, Target.FILE, places)
         check(output, Target.FILE, places)
-        run_url = None
-        if environ.get("GITHUB_RUN_ID") and environ.get("GITHUB_REPOSITORY"):
-            run_url = (f"{environ.get('GITHUB_SERVER_URL', 'https://github.com')}/"
-                       f"{environ['GITHUB_REPOSITORY']}/actions/runs/{environ['GITHUB_RUN_ID']}")
         return cls(folder, Path(summary) if summary else None, Path(output) if output else None,
-                   GitHubConfig.from_env(environ) if github_issues else None, run_url)
+                   GitHubConfig.from_env(environ) if github_issues else None, run_url(environ))
 
 
 @dataclass(frozen=True)

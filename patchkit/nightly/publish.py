@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
-from patchkit.ci.github import GitHub, GitHubConfig, Problem, Subject
+from patchkit.ci.github import GitHub, GitHubConfig, Problem, Subject, run_url
 from patchkit.errors import PatchkitError
 from patchkit.fileio import append, atomic_file, atomic_write
 from patchkit.nightly.night import NightlyReport, write_refresh
@@ -63,12 +63,8 @@ class Destinations:
             if not own and (report_dir / name).exists() and not _is_ours(report_dir, name, ours):
                 raise PatchkitError(f"{report_dir / name} was not written by patchkit, and the night would "
                                     "write over it", "remove it, or give a --report-dir of its own")
-        run_url = None
-        if environ.get("GITHUB_RUN_ID") and environ.get("GITHUB_REPOSITORY"):
-            run_url = (f"{environ.get('GITHUB_SERVER_URL', 'https://github.com')}/"
-                       f"{environ['GITHUB_REPOSITORY']}/actions/runs/{environ['GITHUB_RUN_ID']}")
         return cls(report_dir=report_dir, step_summary=Path(summary) if summary else None,
-                   github=GitHubConfig.from_env(environ) if github_issues else None, run_url=run_url)
+                   github=GitHubConfig.from_env(environ) if github_issues else None, run_url=run_url(environ))
 
 
 @dataclass(frozen=True)
