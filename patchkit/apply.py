@@ -417,9 +417,11 @@ class _FileLadder:
     def _opening_line(h: Hunk, pre: list[str], start: int, above: bool = False) -> int | None:
         """The 0-based line of PRE that opens H's function, H's pre-image being at START there: the
         last line a section rule names from H's first change up through its leading context
-        (ABOVE: on up through the lines above H too)."""
+        (ABOVE: on up through the lines above H too), where H's first change is in the block it
+        opens (a closing `endfunction()` or `end` is a line the default rule names too)."""
         first = start + _anchor(h)
-        return next((i for i in range(first, -1 if above else start - 1, -1) if section_texts(pre[i])), None)
+        at = next((i for i in range(first, -1 if above else start - 1, -1) if section_texts(pre[i])), None)
+        return at if at is not None and (at == first or _opens(pre, at, first)) else None
 
     def _own_function(self, h: Hunk) -> str | None:
         """For C/C++: the scope around the hunk's place in its pre-image, when that is known."""
@@ -751,6 +753,13 @@ def _place_in(h: Hunk, pre: list[str]) -> int | None:
     starts = [s for s in ladder.occurrences(h.old_lines, pre, ladder.line_index(pre))
               if not h.section or sections.named(h.section, s) is not None]
     return starts[0] if len(starts) == 1 else None
+
+
+def _opens(lines: list[str], at: int, first: int) -> bool:
+    """Whether 0-based line FIRST is inside the block line AT opens: the first line after AT that
+    is not blank, up to FIRST, is indented deeper."""
+    depth = len(lines[at]) - len(lines[at].lstrip())
+    return next((len(line) - len(line.lstrip()) > depth for line in lines[at + 1:first + 1] if line.strip()), False)
 
 
 def _anchor(h: Hunk) -> int:

@@ -173,3 +173,24 @@ def test_a_python_function_is_told_renamed_or_copied_by_the_same_history(tmp_pat
     else:
         assert result.verdict is Verdict.CONFLICT and "a copy, not a rename" in result.hunks[0].detail
         assert (project.output_dir / PY_PATH).read_text() == PY_RENAMED
+
+
+def test_a_hunk_after_a_closing_line_follows_its_cmake_function_renamed(tmp_path):
+    """CMake's `endfunction()` is a line git's default rule names, but it opens nothing: a hunk that
+    adds a function after it is still under the section its `@@` names, and follows that function's
+    rename as git am -3 does."""
+    path = "ggml/src/ggml-cpu/cmake/tensor.cmake"
+    old, new = "function(merge_tokens target)\n", "function(merge_tokens_ext target)\n"
+    body = "    set(n_tiles 7)\n    set(${target}_RESULT ${n_tiles} PARENT_SCOPE)\nendfunction()\n\n"
+    tail = "# reserve: one block\nfunction(reserve target)\n    set(${target}_RESULT 1 PARENT_SCOPE)\nendfunction()\n"
+    added = "function(reserve_blocks target)\n    set(${target}_RESULT 2 PARENT_SCOPE)\nendfunction()\n\n"
+    original, renamed = "# tensor\n\n" + old + body + tail, "# tensor\n\n" + new + body + tail
+    upstream, patch, project, report = good_run_then_upstream(
+        tmp_path, [(renamed, "cmake : merge_tokens is merge_tokens_ext")], path, original, renamed,
+        edit=("endfunction()\n\n# reserve", "endfunction()\n\n" + added + "# reserve"))
+    assert "@@ function(merge_tokens target)" in patch.read_text()
+    (result,) = report.patches
+    expected = renamed.replace("endfunction()\n\n# reserve", "endfunction()\n\n" + added + "# reserve", 1)
+    assert result.verdict.good and (project.output_dir / path).read_text() == expected
+    am = git_am_3(upstream, patch, tmp_path / "am")
+    assert am is not None and (am / path).read_text() == expected
