@@ -41,6 +41,8 @@ _PINNED = (
     ("gc.auto", "0"), ("maintenance.auto", "false"),
     ("commit.gpgSign", "false"), ("tag.gpgSign", "false"), ("log.showSignature", "false"),
     ("merge.conflictStyle", "merge"), ("submodule.recurse", "false"), ("color.ui", "false"),
+    # A checkout writes thousands of files: one worker per core halves it on two (git >= 2.32).
+    ("checkout.workers", "0"),
 )
 # The caller's repository-selecting and config-injecting variables (set, for example, when
 # patchkit runs inside a git hook): `git rev-parse --local-env-vars`, these, and all GIT_CONFIG*.
