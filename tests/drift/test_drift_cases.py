@@ -67,3 +67,60 @@ def test_the_standard_library_is_never_looked_up(tmp_path):
     _, found = drift(tmp_path, "    int m = std::min(n, 4);\n    memcpy(&m, &n, sizeof(m));\n",
                      ("x", "vendor : x (#1)", "int c = 0", "int c = 1", "vendor/x/x.h"), files=files)
     assert found == ()
+
+
+def test_a_macro_is_compared_token_by_token_without_its_comments(tmp_path):
+    _, found = drift(tmp_path, "    char buf[MAX_TOKENS];\n    int s = ADD(1, 2);\n",
+                     (None, "lib : spacing and comments (#1)", "#define MAX_TOKENS 16",
+                      "#define  MAX_TOKENS   16 /* the maximum\n   of tokens */ // really"),
+                     (None, "lib : spacing (#2)", "#define ADD(a, b) ((a)+(b))", "#define ADD(a,b) ( (a) + (b) )"),
+                     header=HEADER + "#define ADD(a, b) ((a)+(b))\n")
+    assert found == ()
+
+
+def test_every_definition_of_a_macro_counts_in_order(tmp_path):
+    """A change under `#else` is the patch's on every platform but one."""
+    header = HEADER.replace("#define MAX_TOKENS 16\n", "#ifdef _WIN32\n#define MAX_TOKENS 8\n#else\n#define MAX_TOKENS 16\n#endif\n")
+    history, found = drift(tmp_path, "    char buf[MAX_TOKENS];\n",
+                           ("linux", "lib : more tokens off Windows (#1)", "#define MAX_TOKENS 16", "#define MAX_TOKENS 32"),
+                           header=header)
+    (d,) = found
+    assert (d.kind, d.before, d.after) == ("macro", "#define MAX_TOKENS 8; #define MAX_TOKENS 16",
+                                           "#define MAX_TOKENS 8; #define MAX_TOKENS 32")
+    assert d.culprit.commit == history.commits["linux"]
+
+
+TYPES = HEADER + "#include <stdint.h>\ntypedef int32_t lib_pos;\nvoid seek(lib_pos p);\n"
+
+
+def test_a_parameter_type_is_what_a_caller_s_value_meets(tmp_path):
+    """Top-level const is no change; `std::size_t` is `size_t` (int → it converts); a typedef of a
+    number is that number (lib_pos, int32_t → int64_t converts)."""
+    history, found = drift(tmp_path, "    resize(n);\n    tokenize(text, n);\n    seek(n);\n",
+                           (None, "lib : const (#1)", "int tokenize(const char * text, int n_max = 8);",
+                            "int tokenize(const char * const text, const int n_max = 8);"),
+                           ("size", "lib : std::size_t (#2)", "void resize(int n);", "void resize(std::size_t n);"),
+                           ("pos", "lib : 64-bit positions (#3)", "void seek(lib_pos p);", "void seek(int64_t p);"),
+                           header=TYPES)
+    assert {(d.entity, d.before, d.after, d.culprit.commit) for d in found} == {
+        ("resize", "int n", "std::size_t n", history.commits["size"]),
+        ("seek", "lib_pos (int32_t) p", "int64_t p", history.commits["pos"])}
+
+
+def test_a_braced_list_for_a_class_with_a_constructor_calls_the_constructor(tmp_path):
+    header = HEADER + "struct span_t {\n    span_t(int b, int e) : begin(b), end(e) {}\n    int begin;\n    int end;\n};\n"
+    _, found = drift(tmp_path, "    span_t s{1, 2};\n",
+                     (None, "lib : members in another order (#1)", "    int begin;\n    int end;\n",
+                      "    int end;\n    int begin;\n"), header=header)
+    assert found == ()
+
+
+def test_a_declaration_moved_to_another_header_then_changed_is_found_with_the_change(tmp_path):
+    history, found = drift(tmp_path, "    tokenize(text);\n",
+                           (None, "lib : tokenize in its own header (#1)", "", "#pragma once\nint tokenize(const char * text, int n_max = 8);\n",
+                            "include/tokenize.h"),
+                           (None, "lib : include it (#2)", "int tokenize(const char * text, int n_max = 8);", '#include "tokenize.h"'),
+                           ("default", "tokenize : more by default (#3)", "int n_max = 8", "int n_max = 64", "include/tokenize.h"))
+    (d,) = found
+    assert (d.kind, d.declared_in, d.before, d.after) == ("default-argument", "include/tokenize.h", "n_max = 8", "n_max = 64")
+    assert d.culprit.commit == history.commits["default"]
