@@ -132,7 +132,10 @@ def _compare(files: Files, mirror: Mirror, patch: Patch, entity: Entity, path: s
     reviewed = False
     while True:
         found = blame(files, entity, path, before, after, was, lambda c: _state(files, entity, c, path), moved)
-        if found.commit is None or not _reviewed(patch, entity, found.commit):
+        if found.commit is None:  # no commit to name (a rewound upstream): the lock's stands for it
+            reviewed = _reviewed(patch, entity, before)
+            break
+        if not _reviewed(patch, entity, found.commit):
             break
         seen = _state(files, entity, found.commit, path)
         if seen is None or not differs(entity, seen, now):
@@ -146,7 +149,8 @@ def _compare(files: Files, mirror: Mirror, patch: Patch, entity: Entity, path: s
     what = _WHAT[entity.kind].format(entity=entity.name, key=entity.key.rsplit("::", 1)[-1])
     detail = f"{what}: {old} → {new} (declared in {path}; relied on at {', '.join(lines)})"
     if culprit is None:
-        detail += f"; the commit that changed it is not known: {found.why}"
+        detail += (f"; the commit that changed it is not known: {found.why}; once a person has looked, "
+                   f"`{REVIEWED}: {entity.name} {before[:8]}` (the lock's commit) in the patch silences it")
     return Drift(patch.name, entity.kind, entity.name, path, old, new, lines, culprit, found.probes,
                  found.candidates, reviewed, detail)
 

@@ -120,6 +120,7 @@ def test_apply_shows_the_drift_since_the_lock_and_exits_1_and_verify_does_not_ru
     proc = run_cli("apply", "upstream@HEAD", "--json", str(tmp_path / "a.json"), cwd=project.root)
     assert proc.returncode == 1, proc.stderr
     assert "drift by " + history.commits["fix"][:12] in proc.stdout
+    assert f"`Reviewed-Drift: some_input_text {history.commits['fix'][:8]}`" in proc.stdout  # what silences it
     report = json.loads((tmp_path / "a.json").read_text())
     assert_matches_schema(report)
     assert [d["entity"] for d in report["drift"]] == ["some_input_text"] and not report["passed"]
