@@ -88,7 +88,7 @@ def _patch_drift(files: Files, mirror: Mirror, patch: Patch, commit: str, before
     for key, (found, path) in files.locate(after, sources, wanted).items():
         for entity in found:
             drift = _compare(files, mirror, patch, entity, path, before, after, tuple(uses[key]),
-                             lambda: files.locate(before, sources, {key: wanted[key]}).get(key))
+                             lambda key=key: files.locate(before, sources, {key: wanted[key]}).get(key))
             if drift is not None:
                 drifts.append(drift)
     return _merged(drifts)
@@ -160,9 +160,8 @@ def _reviewed(patch: Patch, entity: Entity, commit: str) -> bool:
     for key, value in split_trailers(patch.body)[1]:
         name, _, short = value.partition(" ")
         short = short.strip().lower()
-        if key.lower() == REVIEWED.lower() and name in (entity.name, entity.key, entity.name.rsplit("::", 1)[-1]) \
-                and len(short) >= 7 \
-                and commit.startswith(short):
+        names = (entity.name, entity.key, entity.name.rsplit("::", 1)[-1])  # `b::cfg` or `cfg`
+        if key.lower() == REVIEWED.lower() and name in names and len(short) >= 7 and commit.startswith(short):
             return True
     return False
 

@@ -76,8 +76,10 @@ def reliances(source: bytes, added: list[int]) -> list[Reliance]:
 
 
 def _standard(reliance: Reliance) -> bool:
+    """A name of the standard library; a method's name (`x.find()`) is the class's, whatever it is."""
     scope = reliance.scope
-    return scope == "std" or scope.startswith("std::") or (not scope and reliance.name in _STANDARD)
+    return scope == "std" or scope.startswith("std::") or \
+        (not scope and reliance.kind != "method" and reliance.name in _STANDARD)
 
 
 def _added_nodes(root: Node, rows: list[int]) -> Iterator[Node]:
