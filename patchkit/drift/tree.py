@@ -35,6 +35,7 @@ _DECLARING = {
     "name": (r"^\s*#\s*define\s+@\b",),
     "numeric": (r"^\s*#\s*define\s+@\b", r"(^|[{,])\s*@\s*(=([^=]|$)|,|[}]|$)"),
     "call": (r"(^|\w\s+|[*&>]\s*)@\s*\(",),
+    "method": (r"(^|\w\s+|[*&>]\s*)@\s*\(",),
     "typedef": (r"\btypedef\b.*\b@\s*;", r"\busing\s+@\s*="),
 }
 
@@ -86,7 +87,7 @@ class Files:
                 if found != []:
                     located[key] = (found or [], path)
                     del pending[key]
-        searched = {key: r for key, r in pending.items() if declaring(r)}
+        searched = {key: r for key, r in pending.items() if r.kind != "method"}
         places: dict[tuple, list[tuple[list[Entity], str]]] = {}
         for path in self.search(commit, searched.values()):
             declared = self.declarations(commit, path)
@@ -181,6 +182,5 @@ class Files:
 
 
 def _mentions(wanted: Iterable[Reliance]) -> re.Pattern[bytes]:
-    """A file with a line declaring one of WANTED (or a method: its name anywhere)."""
-    patterns = [p for r in wanted for p in declaring(r) or [r"\b" + re.escape(r.name) + r"\b"]]
-    return re.compile("|".join(patterns).encode(), re.M)
+    """A file with a line declaring one of WANTED."""
+    return re.compile("|".join(p for r in wanted for p in declaring(r)).encode(), re.M)
