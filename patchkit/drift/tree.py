@@ -3,9 +3,11 @@ they include), then a search of the tree's headers for a line that declares it a
 it. Read from the mirror's objects, nothing checked out; each file's declarations are parsed once
 per content, whichever commit it is read at.
 
-The search is bounded: a name found declared in more than one place means nothing certain (which
-`cfg`, which `init`?) and is not followed, nor is one whose declaring lines are in more than a few
-headers (they are read before any is parsed), nor more than a few headers per search in all.
+The search is bounded: only names that look like the project's own are searched for (not a
+method's, not a call of a plain word like `init`); a name found declared in more than one place
+means nothing certain (which `cfg`?) and is not followed, nor is one whose declaring lines are in
+more than a few headers (they are read before any is parsed), nor more than a few headers per
+search in all.
 """
 
 from __future__ import annotations
@@ -73,7 +75,7 @@ class Files:
                ) -> dict[tuple, tuple[list[Entity], str]]:
         """Where each WANTED reliance's declaration is at COMMIT: the first of SOURCES ((path,
         patched bytes)) and what they include that declares it, else the one header of the tree
-        that does (never for `x.f()`: a method's name alone says too little to search for). An
+        that does (for a name that looks like the project's own, `_own_looking`). An
         entry with no entity: declared there, but nothing to follow (several declarations it can
         mean, a constructor for a braced list)."""
         located: dict[tuple, tuple[list[Entity], str]] = {}
@@ -87,7 +89,7 @@ class Files:
                 if found != []:
                     located[key] = (found or [], path)
                     del pending[key]
-        searched = {key: r for key, r in pending.items() if r.kind != "method"}
+        searched = {key: r for key, r in pending.items() if _own_looking(r)}
         places: dict[tuple, list[tuple[list[Entity], str]]] = {}
         for path in self.search(commit, searched.values()):
             declared = self.declarations(commit, path)
@@ -179,6 +181,15 @@ class Files:
                 by_name.setdefault(posixpath.basename(path), []).append(path)
             self._paths[commit] = paths, by_name
         return self._paths[commit]
+
+
+def _own_looking(reliance: Reliance) -> bool:
+    """Worth a search of the tree: a struct, a constant, a function named as a project names its
+    own (`llama_n_ctx`, `tokenizeText`); not a method (`x.f()`: its name alone says too little),
+    nor a call of a plain word (`init`, `format`, `json::parse`: a vendored library's, a class's)."""
+    if reliance.kind == "method":
+        return False
+    return reliance.kind != "call" or not (reliance.name.isalpha() and reliance.name.islower())
 
 
 def _mentions(wanted: Iterable[Reliance]) -> re.Pattern[bytes]:

@@ -18,13 +18,25 @@ def drift(tmp_path, added: str, *changes: tuple, header: str = HEADER, files: di
 
 
 def test_a_name_declared_in_many_headers_is_not_followed(tmp_path):
-    """`init` is declared in four vendored headers the patch's file does not include: which one
-    it calls the search cannot say, so it reads none of them (and names no drift of one)."""
-    api = "#pragma once\nvoid init(int n, int k = 0);\n"
+    """`api_init` is declared in four vendored headers the patch's file does not include: which
+    one it calls the search cannot say, so it reads none of them (and names no drift of one)."""
+    api = "#pragma once\nvoid api_init(int n, int k = 0);\n"
     files = {f"vendor/v{i}/api.h": api for i in range(4)}
-    _, found = drift(tmp_path, "    init(n);\n", ("v0", "v0 : init's default (#1)", "int k = 0", "int k = 1",
-                                                  "vendor/v0/api.h"), files=files)
+    _, found = drift(tmp_path, "    api_init(n);\n", ("v0", "v0 : api_init's default (#1)", "int k = 0", "int k = 1",
+                                                      "vendor/v0/api.h"), files=files)
     assert found == ()
+
+
+def test_a_call_of_a_plain_word_is_not_searched_for_past_the_includes(tmp_path):
+    """`init(n)`, declared once but in no file the patch's file includes, is a class's or a
+    library's as likely as upstream's: no search; `lib_init(n)` beside it is the project's."""
+    files = {"vendor/v/api.h": "#pragma once\nvoid init(int n, int k = 0);\nvoid lib_init(int n, int k = 0);\n"}
+    history, found = drift(tmp_path, "    init(n);\n    lib_init(n);\n",
+                           ("v", "v : defaults (#1)", "int k = 0);\nvoid lib_init(int n, int k = 0)",
+                            "int k = 1);\nvoid lib_init(int n, int k = 1)", "vendor/v/api.h"), files=files)
+    (d,) = found
+    assert (d.entity, d.before, d.after) == ("lib_init", "k = 0", "k = 1")
+    assert d.culprit.commit == history.commits["v"]
 
 
 def test_a_struct_declared_past_the_includes_is_found_by_a_search_for_its_declaration(tmp_path):
