@@ -48,7 +48,7 @@ def entities(reliance: Reliance, found: Declarations | None) -> list[Entity] | N
         keys = named(found, found.typedefs, scope, name)
         return _one(keys, lambda key: [Entity("typedef", key, key, 0)])
     if kind == "aggregate":
-        keys = named(found, found.members, scope, name)
+        keys = list(dict.fromkeys(found.records.get(k, k) for k in named(found, found.members, scope, name)))
         return _one(keys, lambda key: None if found.members[key] is None else [Entity("members", key, key, reach)])
     if kind in ("numeric", "name") and not scope and name in found.macros:
         return [Entity("macro", name, name, 0)]

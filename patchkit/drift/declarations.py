@@ -54,6 +54,7 @@ class Declarations:
     functions: dict[str, tuple[tuple[Parameter, ...], ...]]  # name -> each declaration's parameters
     typedefs: dict[str, str]  # `typedef int32_t llama_pos;`, `using pos = int32_t;`: name -> the type
     names: dict[str, tuple[str, ...]]  # the last part of each qualified name above -> those names
+    records: dict[str, str]  # `typedef struct tag {...} alias;`: alias -> tag, one struct by two names
 
 
 def named(found: Declarations, table: dict, scope: str, name: str) -> list[str]:
@@ -84,7 +85,7 @@ _TOKEN = re.compile(r'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'|\w+(?:\.\w+)*|->|\+
 
 
 def read(source: bytes) -> Declarations:
-    found = Declarations({}, {}, {}, {}, {}, {})
+    found = Declarations({}, {}, {}, {}, {}, {}, {})
     uncommented = _COMMENT.sub(lambda m: m.group(1) or b" ", source)
     for m in _DEFINE.finditer(uncommented):  # the preprocessor's own reading: lines, not a parse
         name, params = m.group(1).decode("utf-8", errors="replace"), m.group(2) or b""
@@ -211,6 +212,8 @@ def _record(node: Node, alias: str | None, found: Declarations, scope: str) -> s
     for key in (_text(name) if name is not None else None, alias):
         if key:
             found.members.setdefault(_qualify(scope, key), tuple(members) if members is not None else None)
+    if name is not None and alias:
+        found.records.setdefault(_qualify(scope, alias), _qualify(scope, _text(name)))
     return _qualify(scope, own) if own else ""
 
 

@@ -136,3 +136,14 @@ def test_a_declaration_moved_to_another_header_then_changed_is_found_with_the_ch
     (d,) = found
     assert (d.kind, d.declared_in, d.before, d.after) == ("default-argument", "include/tokenize.h", "n_max = 8", "n_max = 64")
     assert d.culprit.commit == history.commits["default"]
+
+
+def test_a_struct_known_by_its_tag_and_its_typedef_is_one_finding(tmp_path):
+    header = HEADER.replace("struct input_text {", "typedef struct input_text_s {").replace(
+        "    bool parse_special;\n};", "    bool parse_special;\n} input_text_t;", 1)
+    _, found = drift(tmp_path, "    input_text_t t = {text, add_special, parse_special};\n"
+                               "    struct input_text_s u = {text, add_special, parse_special};\n",
+                     ("members", "lib : the text's length (#1)", "    const char * text;\n",
+                      "    const char * text;\n    size_t text_len;\n"), header=header)
+    (d,) = found
+    assert (d.entity, d.lines) == ("input_text_s", ("src/app.cpp:5", "src/app.cpp:6"))
