@@ -7,9 +7,10 @@ at every commit, only what it relies on moves).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from patchkit import git
-from patchkit.drift.compare import Entity, differs, state
+from patchkit.drift.compare import Entity, differs
 from patchkit.drift.tree import Files
 
 
@@ -21,9 +22,12 @@ class Blame:
     why: str  # when commit is None
 
 
-def blame(files: Files, entity: Entity, path: str, before: str, after: str, was: tuple) -> Blame:
+def blame(files: Files, entity: Entity, path: str, before: str, after: str, was: tuple,
+          probe: Callable[[str], tuple | None], moved: bool = False) -> Blame:
     """The first commit of BEFORE..AFTER where ENTITY's declaration in PATH stopped reading WAS
-    (its state at BEFORE), as the patch's line feels it."""
+    (its state at BEFORE), as the patch's line feels it; PROBE reads its state at a commit.
+    MOVED: at BEFORE it was declared in another file (a commit where PATH does not declare it
+    yet is one before the move, where it still read WAS)."""
     if git.run(["merge-base", before, after], cwd=files.repo, check=False) != before:
         return Blame(None, 0, 0, f"the locked commit {before[:12]} is not an ancestor of the target")
     commits = git.run(["--literal-pathspecs", "rev-list", "--first-parent", "--reverse", f"{before}..{after}",
@@ -33,9 +37,9 @@ def blame(files: Files, entity: Entity, path: str, before: str, after: str, was:
     while hi - lo > 1:
         mid = (lo + hi) // 2
         probes += 1
-        now = state(entity, files.declarations(commits[mid], path))
-        lo, hi = (lo, mid) if now is None or differs(entity, was, now) else (mid, hi)
+        now = probe(commits[mid])
+        changed = not moved if now is None else differs(entity, was, now)
+        lo, hi = (lo, mid) if changed else (mid, hi)
     if not commits:
         return Blame(None, probes, 0, f"no first-parent commit between the lock and the target touches {path}")
     return Blame(commits[hi], probes, len(commits), "")
-

@@ -1,7 +1,10 @@
 """The declarations a patch may rely on, read from one C/C++ file with the parse the site checks
-use: struct members in order, enumerators with their values, macro definitions, and function
-parameters with their types and default arguments. Bodies are never read: a function's body, a
-member function's, an initialiser's, change nothing here.
+use: struct members in order, enumerators with their values, macro definitions, function
+parameters with their types and default arguments, and the typedefs of plain types. Bodies are
+never read: a function's body, a member function's, an initialiser's, change nothing here.
+
+Each is known by its qualified name (`ns::cfg`, `llama_context::decode`): `named` says which of
+them a use, bare or qualified as the patch writes it, can mean.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ _NAMES = frozenset({"identifier", "field_identifier", "type_identifier"})
 # Where declarations sit besides namespace and extern "C" bodies: a preprocessor branch, a template.
 _CONTAINERS = frozenset({"declaration_list", "preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif",
                          "preproc_elifdef", "template_declaration"})
+_PLAIN_TYPES = frozenset({"primitive_type", "sized_type_specifier", "type_identifier", "qualified_identifier"})
 
 
 @dataclass(frozen=True)
@@ -32,14 +36,32 @@ class Parameter:
 
 
 @dataclass(frozen=True)
-class Declarations:
-    """What one file declares, by name; the first declaration of a name wins (a second one in
-    another preprocessor branch is the same entity for another configuration)."""
+class Macro:
+    text: str  # `#define NAME(params) body`, comments out, spaces squashed: as a report shows it
+    tokens: tuple[str, ...]  # what the preprocessor sees: a comment or spacing changes none
 
-    members: dict[str, tuple[tuple[str, str], ...]]  # struct -> (type, name) of each data member
+
+@dataclass(frozen=True)
+class Declarations:
+    """What one file declares, by qualified name; the first declaration of a name wins (a second
+    one in another preprocessor branch is the same entity for another configuration), but a
+    macro keeps every definition, in order (`#ifdef _WIN32` … `#else` … are all the patch's)."""
+
+    # struct -> (type, name) of each data member; None: no aggregate (a user-declared constructor)
+    members: dict[str, tuple[tuple[str, str], ...] | None]
     enumerators: dict[str, tuple[str, tuple[str, ...], int | None]]  # name -> (enum, enumerators, value)
-    macros: dict[str, str]  # name -> `#define NAME(params) body`, spaces squashed
+    macros: dict[str, tuple[Macro, ...]]  # name -> each definition
     functions: dict[str, tuple[tuple[Parameter, ...], ...]]  # name -> each declaration's parameters
+    typedefs: dict[str, str]  # `typedef int32_t llama_pos;`, `using pos = int32_t;`: name -> the type
+    names: dict[str, tuple[str, ...]]  # the last part of each qualified name above -> those names
+    records: dict[str, str]  # `typedef struct tag {...} alias;`: alias -> tag, one struct by two names
+
+
+def named(found: Declarations, table: dict, scope: str, name: str) -> list[str]:
+    """The names of TABLE (one of FOUND's) that NAME, qualified by SCOPE as written ("" when
+    bare), can mean: `cfg` means `a::cfg` and `b::cfg`, `b::cfg` only the second."""
+    tail = f"{scope}::{name}" if scope else name
+    return [k for k in found.names.get(name, ()) if k in table and (k == tail or k.endswith("::" + tail))]
 
 
 def _text(node: Node) -> str:
@@ -55,19 +77,30 @@ def _squash(text: str) -> str:
 _DIRECTIVE = re.compile(rb"^([ \t]*)#([ \t]+)(\w+)", re.M)
 _EXPORT = re.compile(rb"\b[A-Z][A-Z0-9_]*_API\b")  # LLAMA_API, GGML_API, GGML_BACKEND_API: empty or an attribute
 _DEPRECATED = re.compile(rb"\b(?:[A-Z][A-Z0-9]*_)?DEPRECATED\s*\(")
-_COMMENT = re.compile(r"/\*.*?\*/|//.*$")
+# A comment is one space (even one across lines, inside a #define); a literal keeps its `//`.
+_COMMENT = re.compile(rb'("(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\')|//[^\n]*|/\*.*?\*/', re.S)
 _DEFINE = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+(\w+)(\([^)]*\))?((?:\\\n|[^\n])*)", re.M)
+_TOKEN = re.compile(r'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'|\w+(?:\.\w+)*|->|\+\+|--|<<=?|>>=?|'
+                    r'[<>=!+\-*/%&|^]=|&&|\|\||##|::|\.\.\.|\S')
 
 
 def read(source: bytes) -> Declarations:
-    found = Declarations({}, {}, {}, {})
-    for m in _DEFINE.finditer(source):  # the preprocessor's own reading: lines, not a parse
+    found = Declarations({}, {}, {}, {}, {}, {}, {})
+    uncommented = _COMMENT.sub(lambda m: m.group(1) or b" ", source)
+    for m in _DEFINE.finditer(uncommented):  # the preprocessor's own reading: lines, not a parse
         name, params = m.group(1).decode("utf-8", errors="replace"), m.group(2) or b""
-        body = _COMMENT.sub(" ", m.group(3).replace(b"\\\n", b" ").decode("utf-8", errors="replace"))
-        body = " ".join(body.split())  # a comment or spacing changes no definition
-        found.macros.setdefault(name, f"#define {name}{_squash(params.decode('utf-8', errors='replace'))}"
-                                      f"{' ' + body if body else ''}")
-    _walk(cpp_parser().parse(_readable(source)).root_node, found)
+        params_text = params.decode("utf-8", errors="replace")
+        body = " ".join(m.group(3).replace(b"\\\n", b" ").decode("utf-8", errors="replace").split())
+        text = f"#define {name}{_squash(params_text)}{' ' + body if body else ''}"
+        # "" parts a function-like macro's parameters from its body: `F(x)` is not `F (x)`.
+        tokens = (*_TOKEN.findall(params_text), "", *_TOKEN.findall(body))
+        found.macros[name] = found.macros.get(name, ()) + (Macro(text, tokens),)
+    _walk(cpp_parser().parse(_readable(source)).root_node, found, "")
+    names: dict[str, list[str]] = {}
+    for table in (found.members, found.enumerators, found.functions, found.typedefs):
+        for key in table:
+            names.setdefault(key.rsplit("::", 1)[-1], []).append(key)
+    found.names.update((k, tuple(dict.fromkeys(v))) for k, v in names.items())
     return found
 
 
@@ -94,27 +127,54 @@ def _readable(source: bytes) -> bytes:
     return bytes(data)
 
 
-def _walk(node: Node, found: Declarations) -> None:
+def _qualify(scope: str, name: str) -> str:
+    return f"{scope}::{name}" if scope else name
+
+
+def _walk(node: Node, found: Declarations, scope: str) -> None:
     for child in node.named_children:
         kind = child.type
         if kind in _FUNCTION_HOLDERS:
-            _function(child, found)
+            _function(child, found, scope)
+        elif kind in ("type_definition", "alias_declaration"):
+            _typedef(child, found, scope)
         spec = child if kind in _RECORDS or kind == "enum_specifier" else child.child_by_field_name("type")
         if spec is not None and spec.type in _RECORDS | {"enum_specifier"}:
             alias = _typedef_name(child) if spec is not child else None
             if spec.type == "enum_specifier":
-                _enum(spec, alias, found)
+                _enum(spec, alias, found, scope)
             else:
-                _record(spec, alias, found)
+                inner = _record(spec, alias, found, scope)
                 body = spec.child_by_field_name("body")
-                if body is not None:
-                    _walk(body, found)  # nested types and member functions
+                if body is not None and inner:
+                    _walk(body, found, inner)  # nested types and member functions
         if kind in _CONTAINERS:
-            _walk(child, found)
+            _walk(child, found, scope)
         elif kind in ("namespace_definition", "linkage_specification"):
             body = child.child_by_field_name("body")
+            name = child.child_by_field_name("name") if kind == "namespace_definition" else None
             if body is not None:
-                _walk(body, found)
+                _walk(body, found, _qualify(scope, _text(name).replace(" ", "")) if name is not None else scope)
+
+
+def _typedef(node: Node, found: Declarations, scope: str) -> None:
+    """`typedef int32_t llama_pos;`, `using llama_pos = int32_t;`: a plain type's other name (a
+    struct's, a pointer's, a function's are not followed)."""
+    if node.type == "alias_declaration":
+        name, type_node = node.child_by_field_name("name"), node.child_by_field_name("type")
+        if type_node is not None and type_node.type == "type_descriptor" and len(type_node.named_children) == 1:
+            type_node = type_node.child_by_field_name("type")
+        else:
+            type_node = None
+    else:
+        name, type_node = node.child_by_field_name("declarator"), node.child_by_field_name("type")
+    if name is not None and name.type == "type_identifier" and type_node is not None \
+            and type_node.type in _PLAIN_TYPES:
+        prefix = node.text[type_node.start_byte - node.start_byte:type_node.end_byte - node.start_byte]
+        if node.type == "type_definition":  # `typedef const int x;`, `typedef unsigned int x;`
+            first = node.child_by_field_name("declarator")
+            prefix = node.text[len(b"typedef"):first.start_byte - node.start_byte] if first is not None else prefix
+        found.typedefs.setdefault(_qualify(scope, _text(name)), _squash(prefix.decode("utf-8", errors="replace")))
 
 
 def _typedef_name(holder: Node) -> str | None:
@@ -125,13 +185,18 @@ def _typedef_name(holder: Node) -> str | None:
     return _text(declarator) if declarator is not None and declarator.type == "type_identifier" else None
 
 
-def _record(node: Node, alias: str | None, found: Declarations) -> None:
+def _record(node: Node, alias: str | None, found: Declarations, scope: str) -> str:
+    """The members of a struct, class or union; its qualified name (the scope of what it nests)."""
     body = node.child_by_field_name("body")
     name = node.child_by_field_name("name")
+    own = _text(name) if name is not None else alias or ""
     if body is None:
-        return
-    members: list[tuple[str, str]] = []
+        return ""
+    members: list[tuple[str, str]] | None = []
     for field in body.named_children:
+        if own and _constructor(field, own):
+            members = None  # `T{a, b}` calls a constructor: the members' order is no one's business
+            break
         if field.type != "field_declaration" or _is_static(field):
             continue
         type_node = field.child_by_field_name("type")
@@ -146,7 +211,24 @@ def _record(node: Node, alias: str | None, found: Declarations) -> None:
             members.append((_squash(_text(type_node)), ""))  # an anonymous struct/union member
     for key in (_text(name) if name is not None else None, alias):
         if key:
-            found.members.setdefault(key, tuple(members))
+            found.members.setdefault(_qualify(scope, key), tuple(members) if members is not None else None)
+    if name is not None and alias:
+        found.records.setdefault(_qualify(scope, alias), _qualify(scope, _text(name)))
+    return _qualify(scope, own) if own else ""
+
+
+def _constructor(node: Node, record: str) -> bool:
+    """NODE (in RECORD's body) declares a constructor: `T(int);`, `T(int a) : a(a) {}`, `T() = default;`."""
+    if node.type == "template_declaration":
+        return any(_constructor(c, record) for c in node.named_children)
+    if node.type not in _FUNCTION_HOLDERS:
+        return False
+    for declarator in node.children_by_field_name("declarator"):
+        if declarator.type == "function_declarator":
+            inner = declarator.child_by_field_name("declarator")
+            if inner is not None and _text(inner) == record:
+                return True
+    return False
 
 
 def _prefix(field: Node, type_node: Node | None) -> str:
@@ -179,12 +261,14 @@ def _declared_name(node: Node | None) -> str:
     return _text(node) if node is not None else ""
 
 
-def _enum(node: Node, alias: str | None, found: Declarations) -> None:
+def _enum(node: Node, alias: str | None, found: Declarations, scope: str) -> None:
+    """Each enumerator by its qualified name: in the enum's scope, an `enum class`'s in its own."""
     body = node.child_by_field_name("body")
     if body is None:
         return
     name = node.child_by_field_name("name")
     enum = _text(name) if name is not None else alias or "(anonymous enum)"
+    inner = _qualify(scope, enum) if any(c.type in ("class", "struct") for c in node.children) else scope
     entries = [e for e in body.named_children if e.type == "enumerator"]
     names = tuple(_text(e.child_by_field_name("name")) for e in entries)
     values: dict[str, int | None] = {}
@@ -195,7 +279,7 @@ def _enum(node: Node, alias: str | None, found: Declarations) -> None:
             None if last is None else last + 1)
         values[ident] = last
     for ident in names:
-        found.enumerators.setdefault(ident, (enum, names, values[ident]))
+        found.enumerators.setdefault(_qualify(inner, ident), (_qualify(scope, enum), names, values[ident]))
 
 
 _INTEGER = re.compile(r"^(0[xX][0-9a-fA-F]+|0[bB][01]+|\d+)[uUlL]*$")
@@ -224,7 +308,7 @@ def _evaluate(text: str, known: dict[str, int | None]) -> int | None:
     return value if isinstance(value, int) else None
 
 
-def _function(node: Node, found: Declarations) -> None:
+def _function(node: Node, found: Declarations, scope: str) -> None:
     """A function's (or member function's) parameters, from its declarator alone."""
     for declarator in node.children_by_field_name("declarator"):
         while declarator is not None and declarator.type != "function_declarator":
@@ -239,7 +323,7 @@ def _function(node: Node, found: Declarations) -> None:
         params = declarator.child_by_field_name("parameters")
         if name_node is None or params is None or name_node.type == "parenthesized_declarator":
             continue  # a function pointer: no function of that name
-        name = _text(name_node).rsplit("::", 1)[-1]
+        name = _qualify(scope, _text(name_node).replace(" ", ""))
         if any(p.type == "variadic_parameter" or p.text == b"..." for p in params.named_children):
             continue
         found.functions.setdefault(name, ())

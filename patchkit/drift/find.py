@@ -73,21 +73,22 @@ def _patch_drift(files: Files, mirror: Mirror, patch: Patch, commit: str, before
                  after: str) -> list[Drift]:
     added_lines = _added_lines(files, commit)
     sources = {path: files.source(commit, path) or b"" for path in added_lines}
-    uses: dict[tuple[str, str, int], list[str]] = defaultdict(list)  # (kind, name, reach) -> path:line
-    wanted: dict[tuple[str, str, int], Reliance] = {}
+    uses: dict[tuple[str, str, str, int], list[str]] = defaultdict(list)  # (kind, scope, name, reach) -> path:line
+    wanted: dict[tuple[str, str, str, int], Reliance] = {}
     for path, added in added_lines.items():
         own = read_declarations(sources[path])  # what the patched file declares, the patch's own too
         upstream_has = files.declarations(after, path)
         for r in reliances(sources[path], added):
-            if entities(r, own) and not (upstream_has and entities(r, upstream_has)):
+            if entities(r, own) != [] and entities(r, upstream_has) == []:
                 continue  # the patch relies on its own declaration
-            key = (r.kind, r.name, r.reach)
+            key = (r.kind, r.scope, r.name, r.reach)
             wanted.setdefault(key, r)
             uses[key].append(f"{path}:{r.line}")
     drifts = []
-    for key, (found, path) in _locate(files, after, sources, wanted).items():
+    for key, (found, path) in files.locate(after, sources, wanted).items():
         for entity in found:
-            drift = _compare(files, mirror, patch, entity, path, before, after, tuple(uses[key]))
+            drift = _compare(files, mirror, patch, entity, path, before, after, tuple(uses[key]),
+                             lambda key=key: files.locate(before, sources, {key: wanted[key]}).get(key))
             if drift is not None:
                 drifts.append(drift)
     return _merged(drifts)
@@ -109,56 +110,47 @@ def _added_lines(files: Files, commit: str) -> dict[str, list[int]]:
     return {p: sorted(lines) for p, lines in added.items() if lines}
 
 
-def _locate(files: Files, commit: str, sources: dict[str, bytes],
-            wanted: dict[tuple[str, str, int], Reliance]) -> dict[tuple[str, str, int], tuple[list[Entity], str]]:
-    """Where each WANTED reliance's declaration is at COMMIT: the patch's files and what they
-    include first, then the tree's headers (never for `x.f()`: a method's name alone says too
-    little to search for)."""
-    located: dict[tuple[str, str, int], tuple[list[Entity], str]] = {}
-    pending = dict(wanted)
-
-    def look(paths) -> None:
-        for path in paths:
-            declared = files.declarations(commit, path, {r.name for r in pending.values()})
-            for key, r in list(pending.items()):
-                found = entities(r, declared) if declared is not None else []
-                if found:
-                    located[key] = (found, path)
-                    del pending[key]
-            if not pending:
-                return
-
-    look(files.candidates(commit, sources.items()))
-    if pending:
-        look(files.search(commit, {r.name for r in pending.values() if r.kind != "method"}))
-    return located
+def _state(files: Files, entity: Entity, commit: str, path: str) -> tuple | None:
+    """ENTITY's state as PATH declares it at COMMIT (its parameters' typedefs as PATH sees them)."""
+    return state(entity, files.declarations(commit, path), lambda name: files.typedef(commit, path, name))
 
 
 def _compare(files: Files, mirror: Mirror, patch: Patch, entity: Entity, path: str, before: str, after: str,
-             lines: tuple[str, ...]) -> Drift | None:
-    was = state(entity, files.declarations(before, path))
-    now = state(entity, files.declarations(after, path))
+             lines: tuple[str, ...], at_lock: Callable[[], tuple[list[Entity], str] | None]) -> Drift | None:
+    """ENTITY (declared in PATH at AFTER) against the lock's; AT_LOCK finds it at BEFORE when PATH
+    did not declare it there (moved to PATH since)."""
+    was = _state(files, entity, before, path)
+    moved = was is None
+    if moved:
+        found, old_path = at_lock() or ([], "")
+        same = [e for e in found if (e.kind, e.key) == (entity.kind, entity.key)]
+        was = _state(files, same[0], before, old_path) if same else None
+    now = _state(files, entity, after, path)
     if was is None or now is None or not differs(entity, was, now):
-        return None  # unchanged, or not upstream's at the lock (new, moved: the compiler's business)
+        return None  # unchanged, or not upstream's at the lock (new: the compiler's business)
     # A reviewed change is where the search starts again: a later change is a finding of its own.
     reviewed = False
     while True:
-        found = blame(files, entity, path, before, after, was)
-        if found.commit is None or not _reviewed(patch, entity, found.commit):
+        found = blame(files, entity, path, before, after, was, lambda c: _state(files, entity, c, path), moved)
+        if found.commit is None:  # no commit to name (a rewound upstream): the lock's stands for it
+            reviewed = _reviewed(patch, entity, before)
             break
-        seen = state(entity, files.declarations(found.commit, path))
+        if not _reviewed(patch, entity, found.commit):
+            break
+        seen = _state(files, entity, found.commit, path)
         if seen is None or not differs(entity, seen, now):
             reviewed = seen is not None
             break
-        before, was = found.commit, seen
+        before, was, moved = found.commit, seen, False
     culprit = read_culprit(mirror, found.commit) if found.commit else None
     old, new = describe(entity, was), describe(entity, now)
     if old == new:
         old, new = describe(entity, was, typed=True), describe(entity, now, typed=True)
-    what = _WHAT[entity.kind].format(entity=entity.name, key=entity.key)
+    what = _WHAT[entity.kind].format(entity=entity.name, key=entity.key.rsplit("::", 1)[-1])
     detail = f"{what}: {old} → {new} (declared in {path}; relied on at {', '.join(lines)})"
     if culprit is None:
-        detail += f"; the commit that changed it is not known: {found.why}"
+        detail += (f"; the commit that changed it is not known: {found.why}; once a person has looked, "
+                   f"`{REVIEWED}: {entity.name} {before[:8]}` (the lock's commit) in the patch silences it")
     return Drift(patch.name, entity.kind, entity.name, path, old, new, lines, culprit, found.probes,
                  found.candidates, reviewed, detail)
 
@@ -168,8 +160,8 @@ def _reviewed(patch: Patch, entity: Entity, commit: str) -> bool:
     for key, value in split_trailers(patch.body)[1]:
         name, _, short = value.partition(" ")
         short = short.strip().lower()
-        if key.lower() == REVIEWED.lower() and name in (entity.name, entity.key) and len(short) >= 7 \
-                and commit.startswith(short):
+        names = (entity.name, entity.key, entity.name.rsplit("::", 1)[-1])  # `b::cfg` or `cfg`
+        if key.lower() == REVIEWED.lower() and name in names and len(short) >= 7 and commit.startswith(short):
             return True
     return False
 

@@ -103,6 +103,15 @@ def run_nightly(project: Project, options: NightlyOptions, hooks: Hooks = Hooks(
     report = NightlyReport(applied, locked)
     if report.fuzzed:
         warn(f"not refreshed, lock not moved: {', '.join(report.fuzzed)} needed fuzz")
+    # One lock, one upstream commit for the whole queue: the other patches refreshed onto the
+    # target under the lock that stays would be bytes `verify` cannot make at the locked commit.
+    drifting = [p.name for p in queue.patches if any(d.patch == p.name and not d.reviewed for d in applied.drift)]
+    waiting = [p.name for p in queue.patches if p.name not in drifting]
+    for name in drifting:
+        warn(f"not refreshed, lock not moved: {name} drifts (see its finding)"
+             + (f"; the refresh of {', '.join(waiting)} waits for it: the lock names one upstream commit for "
+                "the whole queue" if waiting else "")
+             + "; once a person has looked, a `Reviewed-Drift:` trailer in it lets the next night refresh and lock")
     if report.passed:
         return replace(_refresh(project, mirror, queue, report, options), warnings=tuple(warnings))
     findings: tuple[Finding, ...] = ()

@@ -58,7 +58,9 @@ def drift_line(d) -> str:
     c = d.culprit
     by = f" by {c.commit[:12]} {c.subject} <{c.pull_url or c.url or c.commit}>" if c else ""
     state = f"reviewed ({d.entity} {c.commit[:8]}), silenced" if d.reviewed and c else "drift"
-    return f"{d.patch}: {state}{by}: {d.detail}"
+    after_a_look = f"; once a person has looked: `Reviewed-Drift: {d.entity} {c.commit[:8]}`" \
+        if c and not d.reviewed else ""
+    return f"{d.patch}: {state}{by}: {d.detail}{after_a_look}"
 
 
 def render_terminal(report, console) -> None:

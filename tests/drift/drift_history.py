@@ -62,8 +62,8 @@ ADDED = """\
     int two = twice(3);
 """
 
-# (name, subject, old text, new text): what each commit after the lock does to the header;
-# None for an unrelated commit (to another file).
+# (name, subject, old text, new text[, path]): what each commit after the lock does to the header
+# (or to PATH; an empty old text writes the file whole); None for an unrelated commit (to another file).
 CHANGES = (
     ("members", "lib : pass the text's length (#101)",
      "    const char * text;\n", "    const char * text;\n    size_t text_len;\n"),
@@ -95,21 +95,26 @@ def _git(repo: Path, *args: str, date: str = "1790600000 +0000") -> str:
                                "up@stream.invalid", date)}).stdout.strip()
 
 
-def build(root: Path, changes=CHANGES, added: str = ADDED, header: str = HEADER) -> History:
-    """The upstream at ROOT/upstream: the lock, then CHANGES; the patch at ROOT/patches."""
+def build(root: Path, changes=CHANGES, added: str = ADDED, header: str = HEADER, files: dict[str, str] | None = None,
+          app: str = APP) -> History:
+    """The upstream at ROOT/upstream: the lock (with FILES besides the header and APP), then
+    CHANGES; the patch, adding ADDED to APP, at ROOT/patches."""
     repo = root / "upstream"
     (repo / "include").mkdir(parents=True)
     (repo / "src").mkdir()
     _git(repo, "init", "-q", "-b", "master")
     (repo / "include" / "lib.h").write_text(header)
-    (repo / "src" / "app.cpp").write_text(APP)
+    (repo / "src" / "app.cpp").write_text(app)
     (repo / "README.md").write_text("lib\n")
+    for path, text in (files or {}).items():
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text(text)
     _git(repo, "add", "-A")
     _git(repo, "commit", "-q", "-m", "lib : first")
     lock = _git(repo, "rev-parse", "HEAD")
 
     _git(repo, "checkout", "-q", "-b", "fork")
-    (repo / "src" / "app.cpp").write_text(APP.replace("    (void) text;\n", "    (void) text;\n" + added))
+    (repo / "src" / "app.cpp").write_text(app.replace("    (void) text;\n", "    (void) text;\n" + added))
     _git(repo, "commit", "-q", "-am", "app : use everything the library declares")
     out = root / "patches"
     out.mkdir()
@@ -119,17 +124,19 @@ def build(root: Path, changes=CHANGES, added: str = ADDED, header: str = HEADER)
     _git(repo, "branch", "-q", "-D", "fork")
 
     commits = {}
-    for i, (change, subject, old, new) in enumerate(changes, 1):
+    for i, (change, subject, old, new, *where) in enumerate(changes, 1):
         date = f"{1790600000 + i * 3600} +0000"
         if old is None:
             readme = repo / "README.md"
             readme.write_text(readme.read_text() + f"{subject}\n")
         else:
-            header_path = repo / "include" / "lib.h"
-            text = header_path.read_text()
+            path = repo / (where[0] if where else "include/lib.h")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            text = path.read_text() if old else ""
             assert old in text, old
-            header_path.write_text(text.replace(old, new, 1))
-        _git(repo, "commit", "-q", "-am", subject, date=date)
+            path.write_text(text.replace(old, new, 1) if old else new)
+        _git(repo, "add", "-A")
+        _git(repo, "commit", "-q", "-m", subject, date=date)
         if change:
             commits[change] = _git(repo, "rev-parse", "HEAD")
     return History(repo, lock, commits, _git(repo, "rev-parse", "HEAD"), patch)

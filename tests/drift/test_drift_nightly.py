@@ -77,6 +77,29 @@ def test_the_night_names_the_struct_its_new_member_and_the_commit_and_moves_noth
     assert "some_input_text" in terminal.stdout and history.commits["fix"][:12] in terminal.stdout
 
 
+def test_the_queue_s_refresh_waits_for_a_drifting_patch_and_the_report_says_why(case, tmp_path):
+    """The lock names one upstream commit for the whole queue: a clean patch refreshed onto the
+    target under a lock that stays would be bytes `verify` cannot make at the locked commit. So
+    nothing is refreshed, and the night says that the clean patch waits for the drifting one."""
+    history, project = case
+    clean = tmp_path / "0002-readme-note.patch"
+    clean.write_text("From 1111111111111111111111111111111111111111 Mon Sep 17 00:00:00 2001\nFrom: A <a@b.c>\n"
+                     "Date: Mon, 1 Jan 2024 00:00:00 +0000\nSubject: [PATCH] readme : note\n\n---\n README.md | 1 +\n"
+                     " 1 file changed, 1 insertion(+)\n\ndiff --git a/README.md b/README.md\n--- a/README.md\n"
+                     "+++ b/README.md\n@@ -1 +1,2 @@\n lib\n+note\n")
+    project = Project.load(write_project(tmp_path / "fork2", str(history.path), [history.patch, clean]))
+    apply(project, history.lock, update_lock=True)
+    before = {p.name: p.read_bytes() for p in project.patches_dir.iterdir()}
+    proc = run_cli("nightly", "upstream@HEAD", "--report-dir", str(tmp_path / "r"), "--json", "-", cwd=project.root)
+    assert proc.returncode == 1, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["refreshed"] == [] and not report["lock_moved"]
+    assert {p.name: p.read_bytes() for p in project.patches_dir.iterdir()} == before
+    why = f"{history.patch.name} drifts"
+    assert why in proc.stderr and "0002-readme-note.patch" in proc.stderr
+    assert why in (tmp_path / "r" / "report.md").read_text()
+
+
 def test_a_reviewed_drift_lets_the_night_refresh_and_lock(case, tmp_path):
     history, project = case
     patch = reviewed(history.patch, tmp_path, f"Reviewed-Drift: some_input_text {history.commits['fix'][:8]}")
@@ -97,6 +120,7 @@ def test_apply_shows_the_drift_since_the_lock_and_exits_1_and_verify_does_not_ru
     proc = run_cli("apply", "upstream@HEAD", "--json", str(tmp_path / "a.json"), cwd=project.root)
     assert proc.returncode == 1, proc.stderr
     assert "drift by " + history.commits["fix"][:12] in proc.stdout
+    assert f"`Reviewed-Drift: some_input_text {history.commits['fix'][:8]}`" in proc.stdout  # what silences it
     report = json.loads((tmp_path / "a.json").read_text())
     assert_matches_schema(report)
     assert [d["entity"] for d in report["drift"]] == ["some_input_text"] and not report["passed"]

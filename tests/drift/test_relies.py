@@ -47,9 +47,9 @@ int f(int n, const char * why = "x");
 int f(double d);
 """)
     assert found.members == {"s": (("int", "a"), ("int(*)(int)", "cb")), "alias": (("float", "x"),)}
-    assert found.macros == {"LIMIT": "#define LIMIT (4 + 4)"}
+    assert [m.text for m in found.macros["LIMIT"]] == ["#define LIMIT (4 + 4)"]
     assert {k: v[2] for k, v in found.enumerators.items()} == {"A": 4, "B": 5, "C": 6}
-    assert [p.default for p in found.functions["m"][0]] == ["1"]
+    assert [p.default for p in found.functions["s::m"][0]] == ["1"]  # by its qualified name
     assert len(found.functions["f"]) == 2
 
 
@@ -75,8 +75,26 @@ extern "C" {
 }
 #endif
 """)
-    assert found.macros["LLAMA_API"] == '#define LLAMA_API __attribute__ ((visibility ("default")))'
+    assert [m.text for m in found.macros["LLAMA_API"]] == [
+        '#define LLAMA_API __attribute__ ((visibility ("default")))', "#define LLAMA_API"]
     assert [p.name for p in found.functions["llama_load_model_from_file"][0]] == ["path_model", "params"]
     assert [(p.type, p.default) for p in found.functions["llama_model_load_from_file"][0]] == [
         ("const char*", None), ("int32_t", "4")]
     assert found.members["llama_model_params"] == (("int32_t", "n_gpu_layers"), ("bool", "use_mmap"))
+
+
+def test_the_standard_library_is_no_reliance():
+    """`std::` names and the C and C++ libraries' names used bare: upstream declares none of them."""
+    source = b"""\
+void f(int n, char * buf) {
+    auto v = std::vector<int>(n);
+    int m = std::min(n, 4) + abs(n);
+    memcpy(buf, "x", 1);
+    printf("%d", SIZE_MAX);
+    std::sort(v.begin(), v.end());
+    int k = lib::min(n, 2);
+}
+"""
+    found = [(r.kind, r.scope, r.name) for r in reliances(source, list(range(2, 8)))]
+    # A method is its class's, whatever its name: `v.begin()` may be the project's.
+    assert found == [("method", "", "begin"), ("method", "", "end"), ("call", "lib", "min")]
