@@ -48,6 +48,7 @@ class NightlyOptions:
     update_lock: bool = True
     allow_rewind: bool = False
     build: tuple[str, ...] = ()
+    branch_name: str | None = None  # as ApplyOptions.branch_name
 
 
 @dataclass(frozen=True)
@@ -99,7 +100,8 @@ def run_nightly(project: Project, options: NightlyOptions, hooks: Hooks = Hooks(
     applied = run_apply(project, ApplyOptions(
         spec=options.spec, upstream=options.upstream, fetch=options.fetch, fuzz=options.fuzz,
         output=options.output, force=options.force, check=True, build=options.build,
-        allow_rewind=options.allow_rewind), hooks, queue=queue, guard_pin=options.update_lock)
+        allow_rewind=options.allow_rewind, branch_name=options.branch_name),
+        hooks, queue=queue, guard_pin=options.update_lock)
     report = NightlyReport(applied, locked)
     if report.fuzzed:
         warn(f"not refreshed, lock not moved: {', '.join(report.fuzzed)} needed fuzz")

@@ -17,7 +17,8 @@ def summary_line(report) -> str:
     if report.finished is not None and report.finished.passed:
         return f"rebase: done; {render_nightly.summary_line(report.finished)}"
     return f"rebase: NEEDS ATTENTION on {target}: every patch applied, the night is not good; " \
-           "fix what it says, then `patchkit rebase --continue`"
+           "fix what it says in patches/ or patchkit.yaml (not in the checkout: this step re-applies the queue), " \
+           "then `patchkit rebase --continue`"
 
 
 def render_terminal(report, console) -> None:
