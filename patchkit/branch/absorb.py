@@ -14,7 +14,8 @@ new patch instead.
 The branch is rewritten in git's objects first (each commit from the oldest owner on gets the
 hunks owned at or below it, at the line where they sit in that commit; message, author and
 committer kept), `record` checks and writes the queue from the rewritten tip, and only then is
-the branch moved there. The work tree is not touched: the new tip holds exactly its tracked files.
+the branch moved there, its rewritten commits noted as their patches first (a run killed after
+the move leaves a branch the next `record` reads right). The work tree is not touched: the new tip holds exactly its tracked files.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchkit import git
+from patchkit import git, notes
 from patchkit.branch.checkout import BranchCommit, Checkout, branch_commits, open_checkout, untracked_paths
 from patchkit.branch.record import RecordOptions, RecordReport, record
 from patchkit.errors import PatchkitError
@@ -130,6 +131,9 @@ def run_absorb(project: Project, options: AbsorbOptions, hooks: Hooks = Hooks())
     identities = {new: list(commits[i].patches) for i, new in renamed.items()}
 
     def move_branch() -> None:
+        # The rewritten commits are noted first: a run killed once the branch moved leaves a branch
+        # whose commits still say which patch each is, and the next `record` finishes the job.
+        notes.write(checkout.path, identities)
         git.run(["update-ref", f"refs/heads/{checkout.branch}", tip, checkout.head], cwd=checkout.path)
         git.run(["reset", "--quiet", "--mixed", tip], cwd=checkout.path)  # the index follows; files stay
 
