@@ -15,7 +15,8 @@ The branch is rewritten in git's objects first (each commit from the oldest owne
 hunks owned at or below it, at the line where they sit in that commit; message, author and
 committer kept), `record` checks and writes the queue from the rewritten tip, and only then is
 the branch moved there, its rewritten commits noted as their patches first (a run killed after
-the move leaves a branch the next `record` reads right). The work tree is not touched: the new tip holds exactly its tracked files.
+the move leaves a branch the next `record` reads right). The work tree is not touched: the new
+tip holds exactly its tracked files.
 """
 
 from __future__ import annotations
