@@ -221,7 +221,7 @@ def _step(project: Project, state: RebaseState, action: str, hooks: Hooks, warni
         state = state.moved(phase=FINISHING, stopped=None, stop_kind="", prefix="", files=())
         rebase_state.save(project, state)
     finished = _finish(project, state, hooks)
-    if finished.passed:
+    if finished.refreshes:  # done: a patch disabled on the way still needs a person (exit 1)
         rebase_state.finish(project)
     elif not state.night_failed:
         rebase_state.save(project, state.moved(night_failed=True))
@@ -407,7 +407,7 @@ def _finish(project: Project, state: RebaseState, hooks: Hooks) -> NightlyReport
     report = run_nightly(project, NightlyOptions(spec=f"upstream@{state.revision.commit}", upstream=state.upstream,
                                                  fetch=False, output=checkout, force=True,
                                                  branch_name=state.revision.branch_name), hooks)
-    if not report.passed:
+    if not report.refreshes:
         return report
     write_refresh(project, report)
     mirror = Mirror.open(project, state.upstream)

@@ -194,7 +194,10 @@ def test_skip_disables_and_drop_removes(queue_project):
     assert series.startswith("# disabled: p1.patch (on ") and "conflict at upstream" in series
     assert (project.patches_dir / "p1.patch").exists()
     dropped = rebase(project, "--drop")
-    assert dropped.returncode == 0, dropped.stderr + dropped.stdout
+    # done, the rest locked, but a disabled patch needs a person: not "the queue is good", exit 1
+    assert dropped.returncode == 1, dropped.stderr + dropped.stdout
+    assert "rebase: done" in dropped.stdout and "NEEDS ATTENTION: disabled in the series: p1.patch" in dropped.stdout
+    assert not (project.state_dir / "rebase").exists()
     assert not (project.patches_dir / "p2.patch").exists()
     assert [line for line in (project.patches_dir / "series").read_text().splitlines()
             if not line.startswith("#")] == ["p3.patch"]
@@ -460,7 +463,10 @@ def test_an_already_applied_patch_proposes_drop(project, upstream):
     nothing = rebase(project, "--continue")
     assert nothing.returncode == 2 and "changes nothing" in nothing.stderr and "--drop" in nothing.stderr
     dropped = rebase(project, "--drop")
-    assert dropped.returncode == 0, dropped.stderr + dropped.stdout
+    # done, the rest locked, but a disabled patch needs a person: not "the queue is good", exit 1
+    assert dropped.returncode == 1, dropped.stderr + dropped.stdout
+    assert "rebase: done" in dropped.stdout and "NEEDS ATTENTION: disabled in the series: p1.patch" in dropped.stdout
+    assert not (project.state_dir / "rebase").exists()
     assert project.lock().patches == {} and project.lock().upstream_commit == culprit
 
 
