@@ -110,7 +110,11 @@ def start(project: Project, options: RebaseOptions, hooks: Hooks = Hooks()) -> R
     warnings, warn = collect_warnings(hooks)
     with mirror.locked(hooks.progress):
         revision = resolve(mirror, options.spec, options.fetch, hooks, warn)
-        mirror.guard_pin(revision.commit)  # the lock this rebase ends with never moves back
+        try:
+            mirror.guard_pin(revision.commit)  # the lock this rebase ends with never moves back
+        except PatchkitError as exc:  # its hint names apply's --allow-rewind, which a rebase has not
+            raise PatchkitError(exc.message, "name a newer upstream ref: a rebase moves the lock forward only (to "
+                                "move it back: `patchkit apply upstream@REF --update-lock --allow-rewind`)") from None
     state = RebaseState(options.spec, options.upstream, options.fuzz, revision,
                         rebase_state.describe_checkout(output), ADVANCING)
     rebase_state.begin(project, state)

@@ -264,6 +264,9 @@ def test_the_pin_guard_refuses_a_target_without_the_locked_commit(queue_project)
     before = snapshot(project)
     proc = rebase(project, "upstream@v0")
     assert proc.returncode == 2 and "does not contain the locked commit" in proc.stderr
+    # what it proposes works: rebase has no --allow-rewind, apply has
+    assert "a rebase moves the lock forward only" in proc.stderr and "`patchkit apply upstream@REF --update-lock " \
+        "--allow-rewind`" in proc.stderr
     assert snapshot(project) == before and not (project.state_dir / "rebase").exists()
 
 
