@@ -98,7 +98,7 @@ class _Owned:
 
 def run_absorb(project: Project, options: AbsorbOptions, hooks: Hooks = Hooks()) -> AbsorbReport:
     checkout = open_checkout(project, options.output)
-    new_name = check_name(options.new) if options.new is not None else None
+    new_name = _new_name(options.new) if options.new is not None else None
     author = _author(options.author) if new_name else None
     commits = branch_commits(checkout, checkout.head)
     whole, hunks = _tracked_changes(checkout)
@@ -142,6 +142,16 @@ def run_absorb(project: Project, options: AbsorbOptions, hooks: Hooks = Hooks())
                                                           options.squash, options.allow_rewind, options.upstream),
                     hooks, identities, names, before_write=move_branch)
     return AbsorbReport(checkout.path, tuple(edits), (), untracked, report)
+
+
+def _new_name(value: str) -> str:
+    """--new's file name, checked as import checks its --name (the refusal names --new)."""
+    try:
+        return check_name(value)
+    except PatchkitError as exc:
+        raise PatchkitError(exc.message.replace("--name", "--new", 1),
+                            "give a plain name like fix-the-build.patch (no folders, spaces or '#'), "
+                            "at most 245 bytes") from None
 
 
 def _author(value: str | None) -> str:

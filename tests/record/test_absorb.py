@@ -63,6 +63,8 @@ def test_an_edit_no_patch_owns_is_refused_then_new_makes_it_a_patch(project):
     assert snapshot(project) == before
     proc = absorb(project, "--new", "set-a15", code=2)
     assert "--author" in proc.stderr
+    proc = absorb(project, "--new", "../evil", "--author", "Ada Lovelace <ada@example.org>", code=2)
+    assert "--new '../evil': not a usable patch file name" in proc.stderr and "--name" not in proc.stderr
     assert snapshot(project) == before
     absorb(project, "--new", "set-a15", "--author", "Ada Lovelace <ada@example.org>")
     assert series(project) == ["one.patch", "two.patch", "three.patch", "set-a15.patch"]
