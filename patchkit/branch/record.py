@@ -134,10 +134,6 @@ def record(project: Project, checkout: Checkout, tip: str, options: RecordOption
     mirror = Mirror.open(project, options.upstream)
     commits = branch_commits(checkout, tip, identities)
     warnings, warn = collect_warnings(hooks)
-    if untracked:
-        warn(f"{_names(list(untracked))} untracked in {checkout.path}, not recorded: to put a new file in a patch, "
-             f"commit it on the branch (git -C {checkout.path} add FILE, then git commit, or commit --amend into "
-             "the patch's commit), then record again")
     with mirror.locked(hooks.progress):
         revision = _revision(mirror, checkout)
         if not options.allow_rewind:  # the lock never moves backwards (a dry run says so too)
@@ -154,6 +150,10 @@ def record(project: Project, checkout: Checkout, tip: str, options: RecordOption
             patches = _patches(project, queue, plan, series, Path(tmp))
             with applied_at(project, mirror, revision, patches) as (applied, report):
                 _check_round_trip(checkout, commits, applied.repo, report.patches)
+                if untracked:  # once nothing refuses: a refusal is one line
+                    warn(f"{_names(list(untracked))} untracked in {checkout.path}, not recorded: to put a new file "
+                         f"in a patch, commit it on the branch (git -C {checkout.path} add FILE, then git commit, "
+                         "or commit --amend into the patch's commit), then record again")
                 result = RecordReport(checkout.path, checkout.branch, mirror.url, revision.commit, tip,
                                       report.tree, options.dry_run, tuple(p.name for p in queue.patches), series,
                                       tuple(plan), checks=report.checks)
