@@ -93,7 +93,7 @@ def check_out(output: Output, mirror: Mirror, revision: Revision, result_ref: st
     else:
         git_dir = _git_dir(path)
         unsaved = _unsaved_commits(path, branch)
-        overwritten = _overwritten_files(path, mirror, tip)
+        overwritten = overwritten_files(path, mirror, tip)
         if not output.force:
             _refuse(path, unsaved, overwritten, branch)
         if output.repair:
@@ -155,7 +155,7 @@ def _unsaved_commits(path: Path, branch: str) -> dict[str, list[str]]:
     return found
 
 
-def _overwritten_files(path: Path, mirror: Mirror, tip: str) -> list[str]:
+def overwritten_files(path: Path, mirror: Mirror, tip: str) -> list[str]:
     """Files of TIP that the work tree holds untracked or git-ignored, with other contents:
     `git checkout` refuses the untracked ones but overwrites ignored ones without a word."""
     tracked = set(git.run(["ls-files", "-z"], cwd=path).split("\0"))

@@ -43,6 +43,7 @@ class ApplyOptions:
     check: bool = True
     build: tuple[str, ...] = ()
     smoke: bool = False  # after a good build, the runtime smoke test with the first backend's recipe
+    branch_name: str | None = None  # the output branch, when not the spec's own (a rebase's pinned commit)
 
 
 @dataclass(frozen=True)
@@ -121,6 +122,7 @@ def run_apply(project: Project, options: ApplyOptions, hooks: Hooks = Hooks(), *
 
     with mirror.locked(hooks.progress):
         revision = resolve(mirror, options.spec, options.fetch, hooks, warn)
+        revision = replace(revision, branch_name=options.branch_name or revision.branch_name)
         if (options.update_lock or guard_pin) and not options.allow_rewind:
             mirror.guard_pin(revision.commit)
         result_ref = refs.result(project.key, revision.branch_name)

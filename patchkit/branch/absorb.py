@@ -14,7 +14,9 @@ new patch instead.
 The branch is rewritten in git's objects first (each commit from the oldest owner on gets the
 hunks owned at or below it, at the line where they sit in that commit; message, author and
 committer kept), `record` checks and writes the queue from the rewritten tip, and only then is
-the branch moved there. The work tree is not touched: the new tip holds exactly its tracked files.
+the branch moved there, its rewritten commits noted as their patches first (a run killed after
+the move leaves a branch the next `record` reads right). The work tree is not touched: the new
+tip holds exactly its tracked files.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchkit import git
+from patchkit import git, notes
 from patchkit.branch.checkout import BranchCommit, Checkout, branch_commits, open_checkout, untracked_paths
 from patchkit.branch.record import RecordOptions, RecordReport, record
 from patchkit.errors import PatchkitError
@@ -96,7 +98,7 @@ class _Owned:
 
 def run_absorb(project: Project, options: AbsorbOptions, hooks: Hooks = Hooks()) -> AbsorbReport:
     checkout = open_checkout(project, options.output)
-    new_name = check_name(options.new) if options.new is not None else None
+    new_name = _new_name(options.new) if options.new is not None else None
     author = _author(options.author) if new_name else None
     commits = branch_commits(checkout, checkout.head)
     whole, hunks = _tracked_changes(checkout)
@@ -130,6 +132,9 @@ def run_absorb(project: Project, options: AbsorbOptions, hooks: Hooks = Hooks())
     identities = {new: list(commits[i].patches) for i, new in renamed.items()}
 
     def move_branch() -> None:
+        # The rewritten commits are noted first: a run killed once the branch moved leaves a branch
+        # whose commits still say which patch each is, and the next `record` finishes the job.
+        notes.write(checkout.path, identities)
         git.run(["update-ref", f"refs/heads/{checkout.branch}", tip, checkout.head], cwd=checkout.path)
         git.run(["reset", "--quiet", "--mixed", tip], cwd=checkout.path)  # the index follows; files stay
 
@@ -137,6 +142,16 @@ def run_absorb(project: Project, options: AbsorbOptions, hooks: Hooks = Hooks())
                                                           options.squash, options.allow_rewind, options.upstream),
                     hooks, identities, names, before_write=move_branch)
     return AbsorbReport(checkout.path, tuple(edits), (), untracked, report)
+
+
+def _new_name(value: str) -> str:
+    """--new's file name, checked as import checks its --name (the refusal names --new)."""
+    try:
+        return check_name(value)
+    except PatchkitError as exc:
+        raise PatchkitError(exc.message.replace("--name", "--new", 1),
+                            "give a plain name like fix-the-build.patch (no folders, spaces or '#'), "
+                            "at most 245 bytes") from None
 
 
 def _author(value: str | None) -> str:

@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 from patchkit import __version__, git, notes, refs, testpoint
 from patchkit.apply import apply_queue
-from patchkit.branch.checkout import BranchCommit, Checkout, branch_commits, changed_paths, open_checkout
+from patchkit.branch.checkout import (BranchCommit, Checkout, branch_commits, changed_paths, open_checkout,
+                                      untracked_paths)
 from patchkit.errors import PatchkitError
 from patchkit.fileio import atomic_write
 from patchkit.hooks import Hooks, collect_warnings
@@ -118,16 +119,17 @@ def run_record(project: Project, options: RecordOptions, hooks: Hooks = Hooks())
                             "branch's commits",
                             "commit them (git commit --amend, or a new commit), or fold them into the patches "
                             "that own those lines with `patchkit absorb`")
-    return record(project, checkout, checkout.head, options, hooks)
+    return record(project, checkout, checkout.head, options, hooks, untracked=untracked_paths(checkout))
 
 
 def record(project: Project, checkout: Checkout, tip: str, options: RecordOptions, hooks: Hooks = Hooks(),
            identities: dict[str, list[str]] | None = None, names: dict[str, str] | None = None,
-           before_write: Callable[[], None] | None = None) -> RecordReport:
+           before_write: Callable[[], None] | None = None, untracked: Sequence[str] = ()) -> RecordReport:
     """TIP (the checkout's branch, or a rewrite of it that absorb has not moved the branch to yet)
     recorded as the queue. IDENTITIES: the patches of commits not noted yet; NAMES: the file names
     of new commits that are not named from their subjects. BEFORE_WRITE runs once everything is
-    checked and before the first write."""
+    checked and before the first write. UNTRACKED: the checkout's untracked files, named (a new
+    file is recorded once it is committed)."""
     queue = Queue.load(project)
     mirror = Mirror.open(project, options.upstream)
     commits = branch_commits(checkout, tip, identities)
@@ -148,6 +150,10 @@ def record(project: Project, checkout: Checkout, tip: str, options: RecordOption
             patches = _patches(project, queue, plan, series, Path(tmp))
             with applied_at(project, mirror, revision, patches) as (applied, report):
                 _check_round_trip(checkout, commits, applied.repo, report.patches)
+                if untracked:  # once nothing refuses: a refusal is one line
+                    warn(f"{_names(list(untracked))} untracked in {checkout.path}, not recorded: to put a new file "
+                         f"in a patch, commit it on the branch (git -C {checkout.path} add FILE, then git commit, "
+                         "or commit --amend into the patch's commit), then record again")
                 result = RecordReport(checkout.path, checkout.branch, mirror.url, revision.commit, tip,
                                       report.tree, options.dry_run, tuple(p.name for p in queue.patches), series,
                                       tuple(plan), checks=report.checks)

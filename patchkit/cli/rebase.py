@@ -65,7 +65,7 @@ def rebase_command(
     with progress_display(f"rebase {spec or ' '.join(actions)}".strip()) as progress:
         hooks = Hooks(progress=progress, warn=warn)
         if abort:
-            report = abort_rebase(project)
+            report = abort_rebase(project, hooks)
         elif actions:
             report = resume(project, actions[0].removeprefix("--"), hooks, tuple(include))
         else:

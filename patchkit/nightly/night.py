@@ -35,6 +35,8 @@ from patchkit.plain import NOT_IN_JSON
 if TYPE_CHECKING:
     from patchkit.backends import BuildReport
 
+DISABLED = "disabled"  # a finding: a patch the series lists as disabled (`rebase --skip`) needs a person
+
 
 @dataclass(frozen=True)
 class NightlyOptions:
@@ -48,6 +50,7 @@ class NightlyOptions:
     update_lock: bool = True
     allow_rewind: bool = False
     build: tuple[str, ...] = ()
+    branch_name: str | None = None  # as ApplyOptions.branch_name
 
 
 @dataclass(frozen=True)
@@ -72,8 +75,19 @@ class NightlyReport:
     passed: bool = field(init=False)  # a field, so the JSON report carries it
 
     def __post_init__(self) -> None:
-        """Nobody needs to look: the apply, checks and builds passed, and nothing was fuzzed."""
-        object.__setattr__(self, "passed", self.apply.passed and not self.fuzzed)
+        """Nobody needs to look: the apply, checks and builds passed, nothing was fuzzed, and no
+        patch is disabled in the series."""
+        object.__setattr__(self, "passed", self.refreshes and not self.disabled)
+
+    @property
+    def refreshes(self) -> bool:
+        """The queue as listed is good: the night refreshes the patches and moves the lock (a
+        disabled patch still makes it one a person must look at)."""
+        return self.apply.passed and not self.fuzzed
+
+    @property
+    def disabled(self) -> tuple[str, ...]:
+        return tuple(f.patch for f in self.findings if f.kind == DISABLED)
 
     @property
     def fuzzed(self) -> tuple[str, ...]:
@@ -91,16 +105,19 @@ def run_nightly(project: Project, options: NightlyOptions, hooks: Hooks = Hooks(
     mirror = Mirror.open(project, options.upstream)
     locked = mirror.locked_commit
     warnings, warn = collect_warnings(hooks)
-    for name, why in disabled(read_text(project.series_path)):
-        warn(f"{name} is disabled in the series ({why}): it needs attention")
+    off = tuple(Finding(name, DISABLED, None, 0, 0, 0, 0, True, False, None, None,
+                        f"disabled in the series ({why}): enable its line in the series and fix it "
+                        "(`patchkit rebase` stops at it), or remove it")
+                for name, why in disabled(read_text(project.series_path)))
 
     # The apply's pin guard runs before any work; the lock itself is written by write_refresh,
     # once, after the refreshed patches, so an interruption never leaves a lock naming other bytes.
     applied = run_apply(project, ApplyOptions(
         spec=options.spec, upstream=options.upstream, fetch=options.fetch, fuzz=options.fuzz,
         output=options.output, force=options.force, check=True, build=options.build,
-        allow_rewind=options.allow_rewind), hooks, queue=queue, guard_pin=options.update_lock)
-    report = NightlyReport(applied, locked)
+        allow_rewind=options.allow_rewind, branch_name=options.branch_name),
+        hooks, queue=queue, guard_pin=options.update_lock)
+    report = NightlyReport(applied, locked, off)
     if report.fuzzed:
         warn(f"not refreshed, lock not moved: {', '.join(report.fuzzed)} needed fuzz")
     # One lock, one upstream commit for the whole queue: the other patches refreshed onto the
@@ -112,15 +129,15 @@ def run_nightly(project: Project, options: NightlyOptions, hooks: Hooks = Hooks(
              + (f"; the refresh of {', '.join(waiting)} waits for it: the lock names one upstream commit for "
                 "the whole queue" if waiting else "")
              + "; once a person has looked, a `Reviewed-Drift:` trailer in it lets the next night refresh and lock")
-    if report.passed:
+    if report.refreshes:
         return replace(_refresh(project, mirror, queue, report, options), warnings=tuple(warnings))
-    findings: tuple[Finding, ...] = ()
+    findings = off
     if any(not p.good for p in applied.patches) or (applied.checks is not None and not applied.checks.passed):
         if locked is None:
             warn("no patchkit.lock: the upstream commit that broke a patch cannot be named; "
                  "run `patchkit apply upstream@REF --update-lock` on a good commit")
         with mirror.locked():
-            findings = tuple(bisect_queue(mirror, project, queue.patches, locked, applied.upstream_commit,
+            findings += tuple(bisect_queue(mirror, project, queue.patches, locked, applied.upstream_commit,
                                           applied.patches, applied.checks, progress=hooks.progress))
     findings += _drift_findings(applied)
     blame = _blame_builds(project, mirror, applied.upstream_commit, applied.builds, hooks) \

@@ -29,7 +29,7 @@ from patchkit.hooks import Hooks, collect_warnings
 from patchkit.nightly.bisect import Finding, bisect_queue
 from patchkit.nightly.night import NightlyOptions, NightlyReport, run_nightly, write_refresh
 from patchkit.nightly.refresh import Change, Refreshed, refresh_queue
-from patchkit.output import check_out, check_output
+from patchkit.output import check_out, check_output, overwritten_files
 from patchkit.patchfile.series import read_text, write_series
 from patchkit.pipeline import applied_at, resolve
 from patchkit.project import Project
@@ -41,6 +41,10 @@ from patchkit.rebase.state import ABORTING, ADVANCING, FINISHING, STOPPED, Rebas
 from patchkit.upstream import Mirror, Revision
 
 CHECKS_FAILED = "checks-failed"  # a stop whose patch applied, but its own site checks fail after it
+
+
+class _Overwrites(PatchkitError):
+    """The queue at the target has files the checkout holds untracked with other bytes."""
 
 
 @dataclass(frozen=True)
@@ -106,11 +110,20 @@ def start(project: Project, options: RebaseOptions, hooks: Hooks = Hooks()) -> R
     warnings, warn = collect_warnings(hooks)
     with mirror.locked(hooks.progress):
         revision = resolve(mirror, options.spec, options.fetch, hooks, warn)
-        mirror.guard_pin(revision.commit)  # the lock this rebase ends with never moves back
+        try:
+            mirror.guard_pin(revision.commit)  # the lock this rebase ends with never moves back
+        except PatchkitError as exc:  # its hint names apply's --allow-rewind, which a rebase has not
+            raise PatchkitError(exc.message, "name a newer upstream ref: a rebase moves the lock forward only (to "
+                                "move it back: `patchkit apply upstream@REF --update-lock --allow-rewind`)") from None
     state = RebaseState(options.spec, options.upstream, options.fuzz, revision,
                         rebase_state.describe_checkout(output), ADVANCING)
     rebase_state.begin(project, state)
-    return _step(project, state, "start", hooks, warnings, warn)
+    try:
+        return _step(project, state, "start", hooks, warnings, warn)
+    except _Overwrites as exc:  # refused before the checkout was touched: as if never begun
+        abort(project)
+        raise PatchkitError(exc.message, f"move them out of the way, then rerun `patchkit rebase {options.spec}`") \
+            from None
 
 
 def resume(project: Project, action: str, hooks: Hooks = Hooks(), include: tuple[str, ...] = ()) -> RebaseReport:
@@ -130,6 +143,8 @@ def resume(project: Project, action: str, hooks: Hooks = Hooks(), include: tuple
             state = state.moved(phase=ADVANCING, dropped=(*state.dropped, state.stopped))
         rebase_state.save(project, state)
         return _step(project, state, action, hooks, warnings, warn)
+    if state.phase == FINISHING and state.night_failed:
+        _refuse_edits_finishing_cannot_take(state)
     fixed: tuple[Refreshed, ...] = ()
     if state.phase == STOPPED:
         refreshed = _take_fix(project, state, include)
@@ -140,18 +155,47 @@ def resume(project: Project, action: str, hooks: Hooks = Hooks(), include: tuple
     return _step(project, state, "continue", hooks, warnings, warn, fixed)
 
 
-def abort(project: Project) -> RebaseReport:
-    """`--abort`: patches/, the series, the lock and the checkout as they were before the rebase."""
+def abort(project: Project, hooks: Hooks = Hooks()) -> RebaseReport:
+    """`--abort`: patches/, the series, the lock, the last apply's report and the checkout as
+    they were before the rebase. What the user made meanwhile stays: untracked files (named),
+    commits on the rebase's branch (set aside under refs/patchkit/saved/), other refs."""
     state = _current(project)
+    warnings, warn = collect_warnings(hooks)
     if state.phase != ABORTING:
         state = state.moved(phase=ABORTING)
         rebase_state.save(project, state)
-    rebase_state.restore_checkout(state.checkout)
+    made, saved = rebase_state.restore_checkout(state.checkout, state.revision.branch_name,
+                                                (*state.written, *state.files))
     testpoint.pause("rebase-abort")
     rebase_state.restore_files(project)
     rebase_state.finish(project)
+    checkout = Path(state.checkout.path)
+    if made:
+        warn(f"kept {', '.join(made)} in {checkout}: made while the rebase stood, not by patchkit")
+    for ref in saved:
+        warn(f"{state.revision.branch_name} in {checkout} had commits patchkit did not write; kept as {ref} "
+             f"(git -C {checkout} branch NAME {ref} to work on them)")
     return RebaseReport("abort", state.spec, state.revision.commit, state.revision.branch_name,
-                        Path(state.checkout.path), aborted=True)
+                        checkout, aborted=True, warnings=tuple(warnings))
+
+
+def _refuse_edits_finishing_cannot_take(state: RebaseState) -> None:
+    """Every patch applied and the night at the target failed (rules no patch owns: patchkit.yaml's
+    checks:), leaving its checkout: the finishing step applies the queue again and checks it out,
+    so an edit there belongs to no patch and would be lost. Refused, naming where such a fix goes."""
+    checkout = Path(state.checkout.path)
+    if not (checkout / ".git").exists():
+        return
+    out = git.run(["status", "--porcelain", "-z", "--no-renames", "--untracked-files=no"], cwd=checkout)
+    edited = [entry[3:] for entry in out.split("\0") if entry]
+    if edited:
+        shown = ", ".join(edited[:3]) + (f", and {len(edited) - 3} more" if len(edited) > 3 else "")
+        raise PatchkitError(f"{shown} changed in {checkout}, but every patch applied: the step left re-applies the "
+                            "queue and would discard them",
+                            "fix the failing rule where it is (patchkit.yaml's checks:, or a patch's .checks.yaml), "
+                            "or put the change in a patch of its own (its file in patches/, listed in the series); "
+                            f"undo the edits (git -C {checkout} checkout -- .), then `patchkit rebase --continue`; "
+                            "or `patchkit rebase --abort`")
 
 
 def _current(project: Project) -> RebaseState:
@@ -175,13 +219,16 @@ def _step(project: Project, state: RebaseState, action: str, hooks: Hooks, warni
             stopped, rest, prefix, files = stop
             testpoint.pause("rebase-stop")
             rebase_state.save(project, state.moved(phase=STOPPED, stopped=stopped.patch, stop_kind=stopped.kind,
-                                                   prefix=prefix, files=files))
+                                                   prefix=prefix, files=files,
+                                                   written=tuple(dict.fromkeys((*state.written, *files)))))
             return replace(report, stopped=stopped, rest=rest, warnings=tuple(warnings))
         state = state.moved(phase=FINISHING, stopped=None, stop_kind="", prefix="", files=())
         rebase_state.save(project, state)
     finished = _finish(project, state, hooks)
-    if finished.passed:
+    if finished.refreshes:  # done: a patch disabled on the way still needs a person (exit 1)
         rebase_state.finish(project)
+    elif not state.night_failed:
+        rebase_state.save(project, state.moved(night_failed=True))
     return replace(report, finished=finished, warnings=tuple(warnings))
 
 
@@ -206,6 +253,8 @@ def _advance(project: Project, state: RebaseState, hooks: Hooks, warn: Callable[
     result_ref = refs.result(project.key, revision.branch_name)
     with mirror.locked(hooks.progress):
         with applied_at(project, mirror, revision, queue.patches, state.fuzz) as (applied, report):
+            _refuse_overwriting(output.path, Mirror(applied.repo, mirror.url, mirror.branch, None), applied.tip,
+                                (*state.written, *state.files))
             failing = {r.source for r in report.checks.failing} if report.checks else set()
             found = [(i, kind) for i, (p, r) in enumerate(zip(queue.patches, applied.patches))
                      if (kind := _stop_kind(p, r, failing))]
@@ -243,6 +292,20 @@ def _advance(project: Project, state: RebaseState, hooks: Hooks, warn: Callable[
                 partial.reject_file if partial else None, checks, finding,
                 _next_command(kind, patch, checkout, finding, partial))
     return stop, rest, prefix, files
+
+
+def _refuse_overwriting(checkout: Path, trial: Mirror, tip: str, written: tuple[str, ...]) -> None:
+    """Refused, as `apply` without --force refuses: files of the queue at the target (TIP of the
+    TRIAL) that the checkout holds untracked or ignored with other bytes, which a checkout of the
+    rebase's would overwrite and `--abort` could not give back. Files a stop wrote are the rebase's."""
+    if not (checkout / ".git").exists():
+        return
+    overwritten = [name for name in overwritten_files(checkout, trial, tip) if name not in written]
+    if overwritten:
+        shown = ", ".join(overwritten[:3]) + (f", and {len(overwritten) - 3} more" if len(overwritten) > 3 else "")
+        raise _Overwrites(f"the queue at the target has {shown}, which {checkout} holds untracked with other "
+                          "contents: the rebase would overwrite them",
+                          "move them out of the way, then rerun `patchkit rebase --continue`")
 
 
 def _next_command(kind: str, patch: Patch, checkout: Path, finding: Finding | None, partial: Partial | None) -> str:
@@ -343,13 +406,12 @@ def _finish(project: Project, state: RebaseState, hooks: Hooks) -> NightlyReport
     every patch refreshed, the bases recorded and the lock moved, forward only); then the
     refreshed queue, applied again through the core, must give the branch's tree."""
     checkout = Path(state.checkout.path)
-    report = run_nightly(project, NightlyOptions(spec=state.spec, upstream=state.upstream, fetch=False,
-                                                 output=checkout, force=True), hooks)
-    if report.apply.upstream_commit != state.revision.commit:
-        raise PatchkitError(f"{state.spec} is {report.apply.upstream_commit[:12]} in the mirror now, not "
-                            f"{state.revision.commit[:12]} as when the rebase began",
-                            "run `patchkit rebase --abort`, then rebase onto the new commit")
-    if not report.passed:
+    # The commit the rebase began on, and its branch: a symbolic target (HEAD, a branch) may have
+    # moved in the mirror meanwhile, and every fix was made on this commit.
+    report = run_nightly(project, NightlyOptions(spec=f"upstream@{state.revision.commit}", upstream=state.upstream,
+                                                 fetch=False, output=checkout, force=True,
+                                                 branch_name=state.revision.branch_name), hooks)
+    if not report.refreshes:
         return report
     write_refresh(project, report)
     mirror = Mirror.open(project, state.upstream)

@@ -1,8 +1,11 @@
 """A rebase in progress: `.patchkit/rebase/`, written before the first change and read by every step.
 
 The folder holds `state.json` (the target, the patch it stopped at, the phase) and `snapshot/`:
-the bytes of patches/ and the lock, and what the checkout was (whether it existed, its HEAD, its
-refs, its untracked files), which is everything `--abort` restores. The folder is made whole in
+the bytes of patches/, the lock and the last apply's report, and what the checkout was (whether
+it existed, its HEAD, its refs, its untracked files and their blob ids), which is everything
+`--abort` restores. `--abort` gives back only what the rebase changed: the refs patchkit writes
+(its branch, refs/patchkit/ but for the commits set aside under saved/, the notes), never the
+user's stash or other branches; files the user made in the checkout while it stood are kept. The folder is made whole in
 one rename (fileio.atomic_folder) and `state.json` is replaced whole at each step, so a run
 killed anywhere leaves a state the next `--continue` or `--abort` finishes from: each phase is a
 step that can be run again.
@@ -17,10 +20,10 @@ import shutil
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from patchkit import git
+from patchkit import git, notes, refs
 from patchkit.errors import PatchkitError
 from patchkit.fileio import atomic_folder, atomic_write, remove_aside
-from patchkit.project import Project
+from patchkit.project import LAST_REPORT, Project
 from patchkit.upstream import Revision
 
 FOLDER = "rebase"
@@ -41,7 +44,8 @@ class Checkout:
     existed: bool
     head: str = ""  # `ref: refs/heads/NAME`, or a commit id (a detached HEAD)
     refs: dict[str, str] = field(default_factory=dict)  # every ref -> its object
-    untracked: tuple[str, ...] = ()  # files git does not track (ignored ones are never touched)
+    # files git does not track -> their blob ids (ignored ones are never touched)
+    untracked: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -56,8 +60,10 @@ class RebaseState:
     stop_kind: str = ""  # its verdict, or "checks-failed"
     prefix: str = ""  # the commit the stopped patch goes on (its fix is the change from here)
     files: tuple[str, ...] = ()  # the stopped patch's files in the checkout (upstream's moves followed)
+    written: tuple[str, ...] = ()  # every stop's files: what an untracked file patchkit wrote can be
     skipped: tuple[str, ...] = ()
     dropped: tuple[str, ...] = ()
+    night_failed: bool = False  # FINISHING: the night ran and was not good; its checkout is the user's to look at
 
     def moved(self, **changes) -> RebaseState:
         return replace(self, **changes)
@@ -79,8 +85,8 @@ def load(project: Project) -> RebaseState | None:
                             f"remove {folder(project)} to forget it (then restore patches/ from git)") from None
     data["revision"] = Revision(**data["revision"])
     checkout = data["checkout"]
-    data["checkout"] = Checkout(**{**checkout, "untracked": tuple(checkout["untracked"])})
-    for key in ("skipped", "dropped", "files"):
+    data["checkout"] = Checkout(**checkout)
+    for key in ("skipped", "dropped", "files", "written"):
         data[key] = tuple(data[key])
     return RebaseState(**data)
 
@@ -97,8 +103,9 @@ def begin(project: Project, state: RebaseState) -> None:
     with atomic_folder(folder(project)) as new:
         snapshot = new / SNAPSHOT
         shutil.copytree(project.patches_dir, snapshot / "patches", symlinks=True)
-        if project.lock_path.exists():  # none saved: there was no lock, and --abort removes one
-            (snapshot / "patchkit.lock").write_bytes(project.lock_path.read_bytes())
+        for path in (project.lock_path, project.state_dir / LAST_REPORT):
+            if path.exists():  # none saved: there was none, and --abort removes one
+                (snapshot / path.name).write_bytes(path.read_bytes())
         (new / STATE).write_bytes(_encode(state))
 
 
@@ -133,11 +140,12 @@ def restore_files(project: Project) -> None:
                 target.unlink()
             atomic_write(target, source.read_bytes())
             os.chmod(target, source.stat().st_mode & 0o7777)
-    saved_lock, lock = snapshot / "patchkit.lock", project.lock_path
-    if not saved_lock.exists():
-        lock.unlink(missing_ok=True)
-    elif not lock.is_file() or lock.read_bytes() != saved_lock.read_bytes():
-        atomic_write(lock, saved_lock.read_bytes())
+    for path in (project.lock_path, project.state_dir / LAST_REPORT):
+        saved_file = snapshot / path.name
+        if not saved_file.exists():
+            path.unlink(missing_ok=True)
+        elif not path.is_file() or path.read_bytes() != saved_file.read_bytes():
+            atomic_write(path, saved_file.read_bytes())
 
 
 def describe_checkout(path: Path) -> Checkout:
@@ -148,14 +156,25 @@ def describe_checkout(path: Path) -> Checkout:
     head = f"ref: {head}" if head else git.run(["rev-parse", "--verify", "--quiet", "HEAD"], cwd=path, check=False)
     listing = git.run(["for-each-ref", "--format=%(objectname) %(refname)"], cwd=path)
     refs = {ref: oid for oid, ref in (line.split(" ", 1) for line in listing.splitlines())}
-    untracked = git.run(["ls-files", "-z", "--others", "--exclude-standard"], cwd=path)
-    return Checkout(str(path), True, head, refs, tuple(filter(None, untracked.split("\0"))))
+    untracked = [p for p in git.run(["ls-files", "-z", "--others", "--exclude-standard"], cwd=path).split("\0") if p]
+    blobs = git.run(["hash-object", "--stdin-paths"], cwd=path, input="".join(f"{p}\n" for p in untracked))
+    return Checkout(str(path), True, head, refs, dict(zip(untracked, blobs.split())))
 
 
-def restore_checkout(checkout: Checkout) -> None:
-    """The checkout as `describe_checkout` saw it: its refs, HEAD, tracked files and untracked
-    ones (what the rebase added is removed); a checkout that did not exist is removed, one that
-    was an empty folder emptied."""
+def _rebases(ref: str, branch: str) -> bool:
+    """REF is one the rebase writes in the checkout: its branch, patchkit's refs and notes; not the
+    commits set aside under saved/ (the user's), nor any other ref of the user's."""
+    if ref.startswith(f"{refs.SAVED}/"):
+        return False
+    return ref in (f"refs/heads/{branch}", notes.REF) or ref.startswith(f"{refs.NAMESPACE}/")
+
+
+def restore_checkout(checkout: Checkout, branch: str, written: tuple[str, ...] = ()) -> tuple[list[str], list[str]]:
+    """The checkout as `describe_checkout` saw it: the refs the rebase writes on BRANCH, HEAD,
+    tracked files, the untracked ones it had (byte for byte), and none of the untracked files
+    the rebase WROTE; a checkout that did not exist is removed, one that was an empty folder
+    emptied. Returns the untracked files kept that the user made meanwhile, and where commits
+    the user made on BRANCH were set aside."""
     path = Path(checkout.path)
     if not checkout.head:  # no repository was there: none, or an empty folder (check_output saw to that)
         remove_aside(path)
@@ -163,25 +182,64 @@ def restore_checkout(checkout: Checkout) -> None:
             shutil.rmtree(path)
         if checkout.existed:
             path.mkdir()
-        return
+        return [], []
     git_dir = Path(git.run(["rev-parse", "--absolute-git-dir"], cwd=path))
     for lock in [git_dir / "index.lock", git_dir / "HEAD.lock", git_dir / "packed-refs.lock",
                  *(git_dir / "refs").rglob("*.lock")]:
         lock.unlink(missing_ok=True)  # a git the rebase ran was killed: no other git runs here now
-    current = git.run(["for-each-ref", "--format=%(refname)"], cwd=path).splitlines()
-    commands = [f"delete {ref}" for ref in current if ref not in checkout.refs]
-    commands += [f"update {ref} {oid}" for ref, oid in checkout.refs.items()]
+    current = dict(line.split(" ", 1)[::-1] for line in git.run(
+        ["for-each-ref", "--format=%(objectname) %(refname)"], cwd=path).splitlines())
+    saved = _set_aside(path, branch, current)
+    commands = [f"delete {ref}" for ref in current if ref not in checkout.refs and _rebases(ref, branch)]
+    commands += [f"update {ref} {oid}" for ref, oid in checkout.refs.items()
+                 if _rebases(ref, branch) and current.get(ref) != oid]
     git.run(["update-ref", "--no-deref", "--stdin"], cwd=path, input="".join(f"{c}\n" for c in commands))
     if checkout.head.startswith("ref: "):
         git.run(["symbolic-ref", "HEAD", checkout.head.removeprefix("ref: ")], cwd=path)
     else:
         git.run(["update-ref", "--no-deref", "HEAD", checkout.head], cwd=path)
     git.run(["reset", "--quiet", "--hard"], cwd=path)
-    kept = set(checkout.untracked)
+    made = []
     now = git.run(["ls-files", "-z", "--others", "--exclude-standard"], cwd=path)
     for name in filter(None, now.split("\0")):
-        if name not in kept:
+        if name in checkout.untracked:
+            continue
+        if name in written:
             (path / name).unlink(missing_ok=True)
+        else:
+            made.append(name)
+    _restore_untracked(path, checkout.untracked)
+    return made, saved
+
+
+def _set_aside(path: Path, branch: str, current: dict[str, str]) -> list[str]:
+    """Commits the user made on BRANCH while the rebase stood (patchkit did not check them out)
+    kept under refs/patchkit/saved/, as `apply --force` keeps them, before the branch is restored."""
+    tip, applied = current.get(f"refs/heads/{branch}"), current.get(f"{refs.APPLIED}/{branch}")
+    if not tip or not applied or tip == applied:
+        return []
+    try:
+        git.run(["merge-base", "--is-ancestor", tip, applied], cwd=path)
+        return []
+    except git.GitFailed:
+        pass
+    saved = f"{refs.SAVED}/{branch}/{tip}"
+    git.run(["update-ref", saved, tip], cwd=path)
+    return [saved]
+
+
+def _restore_untracked(path: Path, untracked: dict[str, str]) -> None:
+    """The untracked files the checkout had, as they were: one a checkout of the rebase's took
+    over (it had the same bytes) is gone after the reset, and its blob is in the repository."""
+    with git.ObjectReader(path) as reader:
+        for name, blob in untracked.items():
+            target = path / name
+            if target.is_file() and not target.is_symlink() and git.run(["hash-object", "--", name], cwd=path) == blob:
+                continue
+            data = reader.read(blob)
+            if data is not None:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                atomic_write(target, data)
 
 
 def refuse_while_rebasing(project: Project) -> None:

@@ -19,17 +19,18 @@ def finding_line(f) -> str:
 def rebase_command(report) -> str | None:
     """The one command that walks a bad night's patches to a fix, where a patch needs a person."""
     a = report.apply
-    if any(not p.good for p in a.patches) or report.fuzzed or report.findings:
+    if any(not p.good for p in a.patches) or report.fuzzed or len(report.findings) > len(report.disabled):
         return f"patchkit rebase upstream@{a.upstream_commit}"
     return None
 
 
 def summary_line(report) -> str:
     a = report.apply
-    if report.passed:
+    if report.refreshes:
         changed = sum(r.change is not Change.UNCHANGED for r in report.refreshed)
-        return (f"nightly: {len(a.patches)} patch{'' if len(a.patches) == 1 else 'es'} good on {a.upstream_commit[:12]} ({a.ref}); "
+        good = (f"nightly: {len(a.patches)} patch{'' if len(a.patches) == 1 else 'es'} good on {a.upstream_commit[:12]} ({a.ref}); "
                 f"{changed} refreshed; lock {'moved' if report.lock_moved else 'not moved'}")
+        return good if report.passed else f"{good}; NEEDS ATTENTION: disabled in the series: {', '.join(report.disabled)}"
     bad = [p.name for p in a.patches if not p.good]
     why = [f"{len(bad)} of {len(a.patches)} patches not good"] if bad else []
     why += ["checks failed"] if a.checks is not None and not a.checks.passed else []

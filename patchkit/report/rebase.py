@@ -14,10 +14,11 @@ def summary_line(report) -> str:
         return f"rebase: aborted; patches/, the lock and {report.output} are as they were before"
     if report.stopped is not None:
         return f"rebase: STOPPED at {report.stopped.patch} ({report.stopped.kind}) on {target}"
-    if report.finished is not None and report.finished.passed:
+    if report.finished is not None and report.finished.refreshes:
         return f"rebase: done; {render_nightly.summary_line(report.finished)}"
     return f"rebase: NEEDS ATTENTION on {target}: every patch applied, the night is not good; " \
-           "fix what it says, then `patchkit rebase --continue`"
+           "fix what it says in patches/ or patchkit.yaml (not in the checkout: this step re-applies the queue), " \
+           "then `patchkit rebase --continue`"
 
 
 def render_terminal(report, console) -> None:
@@ -55,6 +56,8 @@ def render_terminal(report, console) -> None:
         console.print(f"next: {stop.next}", markup=False)
     if report.finished is not None:
         render_nightly.render_terminal(report.finished, console)
-        if report.finished.passed:
-            console.print("commit patches/ and patchkit.lock: the queue is good at the target again", markup=False)
+        if report.finished.refreshes:
+            console.print("commit patches/ and patchkit.lock: the queue is good at the target again"
+                          + (f", but for {', '.join(report.finished.disabled)}, disabled in the series: "
+                             "it needs a person" if report.finished.disabled else ""), markup=False)
     console.print(f"[{'green' if report.passed else 'red'}]{summary_line(report)}[/]")

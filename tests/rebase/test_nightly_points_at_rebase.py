@@ -8,7 +8,7 @@ import re
 
 from werkzeug import Response
 
-from conftest import apply, run_cli
+from conftest import apply, assert_matches_schema, run_cli
 from patchkit import git
 
 
@@ -38,14 +38,19 @@ def test_a_bad_night_gives_the_rebase_command_everywhere(project, upstream, tmp_
     assert f"`{command}`" in issue["body"]
 
 
-def test_a_good_night_names_no_rebase_but_a_disabled_patch(project, tmp_path):
+def test_a_disabled_patch_makes_the_night_need_attention_but_names_no_rebase(project, tmp_path):
     apply(project, "b1000", update_lock=True)
     series = project.patches_dir / "series"
     series.write_text(series.read_text() + "# disabled: old.patch (on 2026-12-01 by `patchkit rebase --skip`: "
                       "conflict at upstream 0123456789ab)\n")
     proc = run_cli("nightly", "upstream@HEAD", "--report-dir", str(tmp_path / "r"), cwd=project.root)
-    assert proc.returncode == 0, proc.stderr
-    assert "patchkit rebase" not in proc.stdout
-    assert "old.patch is disabled in the series" in proc.stderr
-    warnings = json.loads((tmp_path / "r" / "report.json").read_text())["warnings"]
-    assert any("old.patch is disabled" in w for w in warnings)
+    assert proc.returncode == 1, proc.stderr
+    assert "patchkit rebase upstream@" not in proc.stdout
+    assert "NEEDS ATTENTION: disabled in the series: old.patch" in proc.stdout
+    report = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert_matches_schema(report)
+    assert not report["passed"] and report["lock_moved"]  # the rest of the queue is locked all the same
+    (finding,) = report["findings"]
+    assert finding["patch"] == "old.patch" and finding["kind"] == "disabled"
+    markdown = (tmp_path / "r" / "report.md").read_text()
+    assert "# patchkit nightly: needs attention" in markdown and "| `old.patch` | disabled |" in markdown

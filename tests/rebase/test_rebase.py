@@ -194,7 +194,10 @@ def test_skip_disables_and_drop_removes(queue_project):
     assert series.startswith("# disabled: p1.patch (on ") and "conflict at upstream" in series
     assert (project.patches_dir / "p1.patch").exists()
     dropped = rebase(project, "--drop")
-    assert dropped.returncode == 0, dropped.stderr + dropped.stdout
+    # done, the rest locked, but a disabled patch needs a person: not "the queue is good", exit 1
+    assert dropped.returncode == 1, dropped.stderr + dropped.stdout
+    assert "rebase: done" in dropped.stdout and "NEEDS ATTENTION: disabled in the series: p1.patch" in dropped.stdout
+    assert not (project.state_dir / "rebase").exists()
     assert not (project.patches_dir / "p2.patch").exists()
     assert [line for line in (project.patches_dir / "series").read_text().splitlines()
             if not line.startswith("#")] == ["p3.patch"]
@@ -211,11 +214,15 @@ def test_abort_restores_everything_byte_for_byte_after_continues(queue_project):
     assert rebase(project, "upstream@v2").returncode == 1
     take_post_image(project.output_dir / "a.c")
     assert rebase(project, "--continue").returncode == 1
-    (project.output_dir / "new-untracked.txt").write_text("made while the rebase stood\n")
+    made = project.output_dir / "new-untracked.txt"
+    made.write_text("made while the rebase stood\n")
     assert (project.patches_dir / "p1.patch").read_bytes() != before["files"][Path("patches/p1.patch")]
     aborted = rebase(project, "--abort", "--json", "-")
     assert aborted.returncode == 0, aborted.stderr
     assert_matches_schema(json.loads(aborted.stdout))
+    # A file the user made meanwhile is theirs: kept, and said so.
+    assert made.read_text() == "made while the rebase stood\n" and "kept new-untracked.txt" in aborted.stderr
+    made.unlink()
     assert snapshot(project) == before
     assert not (project.state_dir / "rebase").exists()
 
@@ -257,7 +264,124 @@ def test_the_pin_guard_refuses_a_target_without_the_locked_commit(queue_project)
     before = snapshot(project)
     proc = rebase(project, "upstream@v0")
     assert proc.returncode == 2 and "does not contain the locked commit" in proc.stderr
+    # what it proposes works: rebase has no --allow-rewind, apply has
+    assert "a rebase moves the lock forward only" in proc.stderr and "`patchkit apply upstream@REF --update-lock " \
+        "--allow-rewind`" in proc.stderr
     assert snapshot(project) == before and not (project.state_dir / "rebase").exists()
+
+
+def add_notes_upstream(tmp_path) -> None:
+    """Upstream v3: v2 and a new file NOTES."""
+    up = tmp_path / "upstream"
+    git.run(["checkout", "--quiet", "master"], cwd=up)
+    commit(up, {"NOTES": "upstream notes\n"}, "notes", tag="v3")
+
+
+def test_a_start_refuses_to_overwrite_an_untracked_file_and_writes_nothing(queue_project, tmp_path):
+    project = queue_project
+    add_notes_upstream(tmp_path)
+    mine = project.output_dir / "NOTES"
+    mine.write_text("MY PRECIOUS NOTES\n")
+    before = snapshot(project)
+    proc = rebase(project, "upstream@v3")
+    assert proc.returncode == 2 and "NOTES" in proc.stderr and "rerun `patchkit rebase upstream@v3`" in proc.stderr
+    assert snapshot(project) == before and not (project.state_dir / "rebase").exists()
+    assert rebase(project, "--abort").returncode == 2  # nothing to abort: the refusal began nothing
+
+
+def test_abort_gives_back_an_untracked_file_a_checkout_took_over(queue_project, tmp_path):
+    project = queue_project
+    add_notes_upstream(tmp_path)
+    (project.output_dir / "NOTES").write_text("upstream notes\n")  # the same bytes: nothing is overwritten
+    before = snapshot(project)
+    assert rebase(project, "upstream@v3").returncode == 1
+    assert "NOTES" in git.run(["ls-files"], cwd=project.output_dir)  # tracked on the rebase's branch
+    assert rebase(project, "--abort").returncode == 0
+    assert snapshot(project) == before
+
+
+def test_abort_keeps_the_users_stash_branches_and_commits(queue_project):
+    project = queue_project
+    checkout = project.output_dir
+    assert rebase(project, "upstream@v2").returncode == 1
+    take_post_image(checkout / "a.c")
+    (checkout / "a.c").write_text((checkout / "a.c").read_text() + "// my careful work\n")
+    git.run(["stash", "--quiet"], cwd=checkout, env=git_identity())
+    git.run(["branch", "my-backup"], cwd=checkout)
+    commit(checkout, {"b.c": "mine\n"}, "my commit on the rebase's branch")
+    mine = git.run(["rev-parse", "HEAD"], cwd=checkout)
+    stash = git.run(["rev-parse", "refs/stash"], cwd=checkout)
+    aborted = rebase(project, "--abort")
+    assert aborted.returncode == 0, aborted.stderr
+    assert git.run(["rev-parse", "refs/stash"], cwd=checkout) == stash
+    assert git.run(["rev-parse", "--verify", "--quiet", "refs/heads/my-backup"], cwd=checkout, check=False)
+    assert git.run(["rev-parse", f"refs/patchkit/saved/patchkit/v2/{mine}"], cwd=checkout) == mine
+    assert f"refs/patchkit/saved/patchkit/v2/{mine}" in aborted.stderr
+    assert git.run(["symbolic-ref", "HEAD"], cwd=checkout) == "refs/heads/patchkit/v1"
+
+
+@pytest.fixture
+def global_check_project(queue_project, tmp_path):
+    """queue_project locked at v1s (v1 and s.cpp with one call of f), a project-level rule in
+    patchkit.yaml (checks:, no patch's) that wants one call; v5 adds a second: every patch
+    applies there, the rule fails."""
+    up = tmp_path / "upstream"
+    git.run(["checkout", "--quiet", "-b", "b5", "v1"], cwd=up)
+    commit(up, {"s.cpp": "void f(int flags);\nvoid g() { f(0); }\n"}, "s", tag="v1s")
+    commit(up, {"s.cpp": "void f(int flags);\nvoid g() { f(0); }\nvoid h() { f(0); }\n"}, "s: second call", tag="v5")
+    yaml = queue_project.root / "patchkit.yaml"
+    yaml.write_text(yaml.read_text() + "checks:\n  - id: one-call\n    class: calls\n    file: s.cpp\n"
+                    "    calls: [f]\n    flags-arg: -1\n    forbid-flag: X\n    expect-count: 1\n")
+    project = Project.load(queue_project.root)
+    assert apply(project, "v1s", update_lock=True, check=True).lock_updated
+    return project
+
+
+def test_abort_restores_the_last_apply_report(global_check_project):
+    project = global_check_project
+    last = project.state_dir / "last-apply.json"
+    before = last.read_bytes()
+    failed = rebase(project, "upstream@v5")
+    assert failed.returncode == 1 and "every patch applied" in failed.stdout
+    assert last.read_bytes() != before  # the night's apply wrote its own
+    assert rebase(project, "--abort").returncode == 0
+    assert last.read_bytes() == before
+
+
+def test_continue_refuses_checkout_edits_the_finishing_step_cannot_take(global_check_project):
+    project = global_check_project
+    assert rebase(project, "upstream@v5").returncode == 1
+    source = project.output_dir / "s.cpp"
+    source.write_text(source.read_text() + "// my attempt\n")
+    refused = rebase(project, "--continue")
+    assert refused.returncode == 2 and "s.cpp" in refused.stderr and "patchkit.yaml" in refused.stderr
+    assert source.read_text().endswith("// my attempt\n")  # not discarded
+    git.run(["checkout", "--", "s.cpp"], cwd=project.output_dir)
+    yaml = project.root / "patchkit.yaml"  # the fix where it belongs: the rule
+    yaml.write_text(yaml.read_text().replace("expect-count: 1", "expect-count: 2"))
+    done = rebase(project, "--continue")
+    assert done.returncode == 0, done.stderr + done.stdout
+
+
+def test_a_rebase_onto_head_finishes_on_its_commit_when_the_mirror_moved_meanwhile(queue_project, tmp_path):
+    from patchkit.upstream import Mirror
+
+    project = queue_project
+    up = tmp_path / "upstream"
+    v2 = git.run(["rev-parse", "v2"], cwd=up)
+    assert rebase(project).returncode == 1  # upstream@HEAD: master, at v2
+    commit(up, {"README": "llama, later\n"}, "later")
+    mirror = Mirror.open(project, None)
+    with mirror.locked():
+        mirror.fetch()  # another command, or another fork sharing the cache
+    take_post_image(project.output_dir / "a.c")
+    assert rebase(project, "--continue").returncode == 1
+    take_post_image(project.output_dir / "b.c")
+    done = rebase(project, "--continue")
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert project.lock().upstream_commit == v2
+    assert git.run(["symbolic-ref", "--short", "HEAD"], cwd=project.output_dir) == "patchkit/master"
+    assert git.run(["rev-parse", "refs/patchkit/upstream"], cwd=project.output_dir) == v2
 
 
 # --- interruption ------------------------------------------------------------------------------

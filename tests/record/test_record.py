@@ -43,6 +43,16 @@ def test_nothing_edited_records_nothing(project):
     assert {k: v for k, v in after.items() if k != "refs"} == {k: v for k, v in before.items() if k != "refs"}
 
 
+def test_an_untracked_file_is_named_with_how_to_record_it(project):
+    (project.output_dir / "src" / "new.c").write_text("int n;\n")
+    proc = record(project, "--json", "-")
+    data = json.loads(proc.stdout)
+    (warning,) = data["warnings"]
+    assert warning.startswith("src/new.c untracked in ") and "commit it on the branch" in warning
+    assert "src/new.c untracked" in proc.stderr
+    assert [p["action"] for p in data["patches"]] == ["unchanged"] * 3
+
+
 def test_amend_rewrites_that_patch_only_and_the_next_apply_gives_the_branch(project):
     out = project.output_dir
     before = {p.name: p.read_bytes() for p in project.patches_dir.iterdir()}
