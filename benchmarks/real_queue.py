@@ -28,12 +28,13 @@ def split(combined: Path, strip: int, queue: Path) -> None:
     names = []
     extra = re.compile(r"(?<= [ab]/)(?:[^/\s]+/){%d}" % (strip - 1))  # what -pN strips beyond a/ and b/
     for i, part in enumerate(parts, 1):
-        part = "".join(extra.sub("", line) if line.startswith(("diff --git ", "--- ", "+++ ")) else line
-                       for line in part.splitlines(keepends=True))
+        header, at, hunks = part.partition("\n@@")  # the paths are in the header, never in a hunk
+        part = extra.sub("", header) + at + hunks
         path = re.match(r"diff --git a/(\S+)", part).group(1)
         name = f"{i:04d}-{path.replace('/', '-')}.patch"
+        part += "" if part.endswith("\n") else "\n"  # never strip: a last blank context line is " \n"
         (queue / name).write_text(f"From: {combined.stem} <queue@invalid>\nDate: Mon, 1 Dec 2026 00:00:00 +0000\n"
-                                  f"Subject: [PATCH] {path}\n\n---\n{part.rstrip()}\n")
+                                  f"Subject: [PATCH] {path}\n\n---\n{part}")
         names.append(name)
     (queue / "series").write_text("\n".join(names) + "\n")
 
