@@ -25,8 +25,8 @@ from patchkit import binary, git, ladder, testpoint
 from patchkit.errors import EnvironmentProblem, PatchkitError
 from patchkit.git import ObjectReader
 from patchkit.queue import FileChange, Hunk, Patch
-from patchkit.scopes import (NOT_CODE, CppScopes, Sections, funcname_at, is_cpp, opened_by, section_texts,
-                             written_as)
+from patchkit.scopes import (NOT_CODE, CppScopes, Sections, defined_name, funcname_at, is_cpp, opened_by,
+                             section_texts, written_as)
 from patchkit.upstream import Mirror, Revision
 
 
@@ -309,6 +309,8 @@ class _FileLadder:
         section, where BLOCK has a twin, the C++ parse of the base decides (upstream's copy of a
         function, added right above it, may sit at the recorded line)."""
         if not h.section:
+            if self._named_elsewhere_in_base(h, start):
+                return False  # the function it is in is another one now (a twin slid into its lines)
             if len(ladder.occurrences(block, self.lines, self.index)) < 2 or not is_cpp(self.fc.path):
                 return True
             own = self._own_function(h)
@@ -322,6 +324,15 @@ class _FileLadder:
             return True
         return not any(self.sections.named(h.section, s) not in (None, named)
                        for s in ladder.occurrences(block, self.lines, self.index) if s != start)
+
+    def _named_elsewhere_in_base(self, h: Hunk, start: int) -> bool:
+        """For a hunk without a section: whether git's rule names another function at its place in
+        the base than at 0-based START upstream. A quilt or plain diff hunk names none; its base
+        does."""
+        base = self.base()
+        pre = _lines(base.pre) if base is not None else []
+        at = _place_in(h, pre) if base is not None else None
+        return at is not None and funcname_at(pre, at + _anchor(h)) != funcname_at(self.lines, start + _anchor(h))
 
     def _named_in_base(self, h: Hunk) -> str | None:
         """The whole section line H's section was written for, in the base's pre-image at H's
@@ -392,8 +403,9 @@ class _FileLadder:
         The section after `@@` names the line above the hunk, so a hunk that begins at its
         function's first line names the function before it, wherever that one went. A twin that
         slid into the place, a same-named variant whose body changed, a split into copies: none
-        keeps the whole function's lines, its name among them; and a function's first line found
-        twice (same-named variants under #if, methods of two classes) says no move."""
+        keeps the whole function's lines, its name among them; and a name defined twice
+        (same-named variants under #if, methods of two classes, its old signature in one place and
+        a new one in another) says no move."""
         base = self.base()
         if base is None:
             return False
@@ -407,21 +419,31 @@ class _FileLadder:
         end = next((i for i in range(max(first, last) + 1, len(pre)) if section_texts(pre[i])), len(pre))
         while end - 1 > max(first, last) and (not pre[end - 1].strip() or pre[end - 1].lstrip().startswith(NOT_CODE)):
             end -= 1
-        if top is None or pre.count(pre[top]) != 1 or self.lines.count(pre[top]) != 1:
+        name = defined_name(pre[top], self.fc.path) if top is not None else None
+        if name is None or self._definitions(pre, name) != 1 or self._definitions(self.lines, name) != 1:
             return False  # a same-named variant (#if/#else) or method (another class) is no move
         block = tuple(pre[top:end])
         return ladder.occurrences(block, pre, ladder.line_index(pre)) == [top] and \
             ladder.occurrences(block, self.lines, self.index) == [start - (starts[0] - top)]
 
-    @staticmethod
-    def _opening_line(h: Hunk, pre: list[str], start: int, above: bool = False) -> int | None:
+    def _opening_line(self, h: Hunk, pre: list[str], start: int, above: bool = False) -> int | None:
         """The 0-based line of PRE that opens H's function, H's pre-image being at START there: the
         last line a section rule names from H's first change up through its leading context
-        (ABOVE: on up through the lines above H too), where H's first change is in the block it
-        opens (a closing `endfunction()` or `end` is a line the default rule names too)."""
+        (ABOVE: on up through the lines above H too), where it defines something (a closing
+        `endfunction()`, `else()`, a string's text are lines the default rule names too) and H's
+        first change is in the block it opens: the line itself where H changes it, not where H
+        only inserts lines before it."""
         first = start + _anchor(h)
         at = next((i for i in range(first, -1 if above else start - 1, -1) if section_texts(pre[i])), None)
-        return at if at is not None and (at == first or _opens(pre, at, first)) else None
+        if at is None or defined_name(pre[at], self.fc.path) is None:
+            return None
+        inserts_only = len(h.old_lines) == h.leading_context + h.trailing_context
+        return at if (at == first and not inserts_only) or _opens(pre, at, first) else None
+
+    def _definitions(self, lines: list[str], name: str) -> int:
+        """How many of LINES define NAME (`defined_name`)."""
+        return sum(1 for line in lines if name in line and section_texts(line)
+                   and defined_name(line, self.fc.path) == name)
 
     def _own_function(self, h: Hunk) -> str | None:
         """For C/C++: the scope around the hunk's place in its pre-image, when that is known."""
@@ -531,7 +553,7 @@ class _FileLadder:
                        f"{base.label} elsewhere: they disagree, so neither is trusted")
         if not unresolved:
             return None
-        elsewhere = self._merged_elsewhere(merged)
+        elsewhere = self._moved_apart(merged) or self._merged_elsewhere(merged)
         if elsewhere:
             self._refuse_merge(unresolved, f"the 3-way merge from {base.label} {elsewhere}")
             return None
@@ -662,6 +684,30 @@ class _FileLadder:
         if replaced is None or not self._rename_shown(h, base, pre[replaced[0]], self.lines[replaced[1]]):
             return None
         return self.lines[replaced[1]]
+
+    def _moved_apart(self, merged: list[str]) -> str | None:
+        """Where the merge put lines a hunk adds beside one side of its context while the other
+        side is found unchanged elsewhere in upstream's file: upstream moved them apart."""
+        for i1, i2, j1, j2 in _differences(self.lines, merged):
+            if i1 == i2 and self._sides_apart(merged[j1:j2], i1):
+                return (f"put the lines a hunk adds at line {j1 + 1}, beside one side of its context, while "
+                        "the other side is found unchanged elsewhere: upstream moved them apart")
+        return None
+
+    def _sides_apart(self, added: list[str], at: int) -> bool:
+        """Whether ADDED, inserted before 0-based line AT of upstream's file, is a hunk's added
+        lines whose context on one side is found in upstream's file, but not beside AT: upstream
+        moved a neighbour away (a function the patch adds after another goes with neither)."""
+        n = len(added)
+        for h in self.fc.hunks:
+            new = h.new_lines
+            for k in (k for k in range(len(new) - n + 1) if list(new[k:k + n]) == added):
+                before, after = new[:k], new[k + n:]
+                above = ladder.occurrences(before, self.lines, self.index) if before else []
+                below = ladder.occurrences(after, self.lines, self.index) if after else []
+                if (above and at - len(before) not in above) or (below and at not in below):
+                    return True
+        return False
 
     def _adds_own_lines(self, added: list[str], at: int, there: str) -> bool:
         """Whether ADDED, which the merge inserted before 0-based line AT of upstream's file in

@@ -118,6 +118,30 @@ def opened_by(lines: list[str], start: int, section: str) -> str | None:
     return None
 
 
+# Lines a section rule names that open no definition: control statements at column 0 (CMake's
+# `else()`, `endfunction()`, a Python `if` at module level).
+_CONTROL = re.compile(r"\s*(?:if|else|elif|elseif|endif|for|foreach|endforeach|while|endwhile|switch|do|case"
+                      r"|default|return|try|except|finally|with|endfunction|endmacro)\b")
+_PYTHON_DEFINITION = re.compile(r"\s*(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)")
+_CMAKE_DEFINITION = re.compile(r"\s*(?:function|macro)\s*\(\s*([A-Za-z_][\w-]*)", re.IGNORECASE)
+_NAME_CALLED = re.compile(r"([A-Za-z_~]\w*)\s*\(")
+
+
+def defined_name(line: str, path: str) -> str | None:
+    """The name LINE of file PATH defines, where it opens a definition: a def or class in Python,
+    function() or macro() in CMake, elsewhere the name before a line's first `(` (a function's
+    signature) unless the line is a control statement; None for a line that defines nothing (a
+    closer, `else()`, text of a string that begins a line)."""
+    lower = path.lower()
+    if lower.endswith(".py"):
+        found = _PYTHON_DEFINITION.match(line)
+    elif lower.endswith((".cmake", "cmakelists.txt")):
+        found = _CMAKE_DEFINITION.match(line)
+    else:
+        found = None if _CONTROL.match(line) else _NAME_CALLED.search(line)
+    return found.group(1) if found else None
+
+
 def written_as(line: str) -> frozenset[str]:
     """Every section a tool writes for the section text LINE: whole, cut at git's 80 bytes or at
     diff's 40 (bytes, or characters in a multibyte locale)."""

@@ -16,12 +16,12 @@ from patchkit.project import Project
 from test_apply_edges import commit, upstream_repo
 
 
-def patch_then_upstream(tmp_path: Path, path: str, base: str, patched: str, upstream: str, *,
+def patch_then_upstream(tmp_path: Path, path: str, base: str, patched: str, upstream: str | list[str], *,
                         plain: bool = False, attributes: str = "", good_run: bool = False) -> tuple[Verdict, str]:
     """The patch BASE -> PATCHED (git format-patch --full-index, or with PLAIN a `diff -u` without
-    a section; ATTRIBUTES: the patch writer's diff drivers), upstream then committing UPSTREAM; the
-    patch's verdict there and the file patchkit leaves. GOOD_RUN: a good run at BASE first (the base
-    a plain diff gets)."""
+    a section; ATTRIBUTES: the patch writer's diff drivers), upstream then committing UPSTREAM (one
+    file content per commit); the patch's verdict there and the file patchkit leaves. GOOD_RUN: a
+    good run at BASE first (the base a plain diff gets)."""
     repo = upstream_repo(tmp_path, {path: base})
     if plain:
         for side, text in (("a", base), ("b", patched)):
@@ -45,7 +45,8 @@ def patch_then_upstream(tmp_path: Path, path: str, base: str, patched: str, upst
     options = ApplyOptions(spec="upstream@HEAD", check=False)
     if good_run:
         assert run_apply(project, options).patches[0].verdict is Verdict.CLEAN
-    commit(repo, {path: upstream}, "upstream moves on")
+    for i, text in enumerate([upstream] if isinstance(upstream, str) else upstream):
+        commit(repo, {path: text}, f"upstream moves on ({i + 1})")
     (result,) = run_apply(project, options).patches
     return result.verdict, (project.output_dir / path).read_text()
 
@@ -66,15 +67,31 @@ def _model(name: str, method: str) -> str:
 
 
 @pytest.mark.parametrize("attributes", ["", "*.py diff=python\n"], ids=["git's default section", "python driver"])
-def test_a_method_whose_copy_went_to_another_class_stays_refused(tmp_path, attributes):
-    """ModelA's set_vocab changes upstream next to the patch's line; ModelB's takes ModelA's old
-    body, whole. Under git's python driver the section, `def set_vocab(self):`, names both."""
+@pytest.mark.parametrize("signature", ["    def set_vocab(self):\n", "    def set_vocab(self) -> None:\n"],
+                         ids=["same signature", "new signature"])
+def test_a_method_whose_copy_went_to_another_class_stays_refused(tmp_path, attributes, signature):
+    """ModelA's set_vocab changes upstream next to the patch's line (its signature too, in one
+    case); ModelB's takes ModelA's old body, whole. Under git's python driver the section,
+    `def set_vocab(self):`, names both; a name defined twice is no move."""
     path = "convert_hf_to_gguf.py"
     base = "import gguf\n\n\n" + _model("ModelA", METHOD) + _model("ModelB", GPT2)
     patched = base.replace("add_to_gguf(self.gguf_writer)", "add_to_gguf(self.gguf_writer, quiet=True)", 1)
-    upstream = "import gguf\n\n\n" + _model("ModelA", METHOD.replace("load_merges=False", "load_merges=True")) + \
-        _model("ModelB", METHOD)
+    changed = METHOD.replace("load_merges=False", "load_merges=True").replace("    def set_vocab(self):\n", signature)
+    upstream = "import gguf\n\n\n" + _model("ModelA", changed) + _model("ModelB", METHOD)
     verdict, text = patch_then_upstream(tmp_path, path, base, patched, upstream, attributes=attributes)
+    assert not verdict.good and text == upstream
+
+
+def test_a_cmake_else_branch_is_not_a_function_that_moved(tmp_path):
+    """`else()` at column 0 is a line git's default rule names, and opens no definition: the
+    CUDA block's else-branch, copied under a new `if (GGML_MUSA)`, is not where the patch goes."""
+    other = ("else()\n    set(GGML_BACKEND_DEFAULT cpu)\n    set(GGML_USE_OPENMP ON)\n    set(GGML_SCHED_MAX_COPIES 4)\n"
+             "    set(GGML_CPU_REPACK ON)\n    set(GGML_CPU_HBM OFF)\n    message(STATUS \"no GPU backend\")\nendif()\n")
+    head, tail = "cmake_minimum_required(VERSION 3.14)\nproject(ggml C CXX)\n\n", "install(TARGETS ggml LIBRARY)\n"
+    base = head + "if (GGML_CUDA)\n    set(GGML_BACKEND_DEFAULT cuda)\n    set(GGML_CUDA_F16 ON)\n" + other + "\n" + tail
+    patched = base.replace("GGML_SCHED_MAX_COPIES 4", "GGML_SCHED_MAX_COPIES 2")
+    upstream = head + "include(cuda.cmake)\n\nif (GGML_MUSA)\n    set(GGML_BACKEND_DEFAULT musa)\n" + other + "\n" + tail
+    verdict, text = patch_then_upstream(tmp_path, "ggml/src/CMakeLists.txt", base, patched, upstream)
     assert not verdict.good and text == upstream
 
 
@@ -133,3 +150,66 @@ def test_a_section_less_hunk_is_not_taken_by_a_copy_at_its_recorded_line(tmp_pat
     verdict, text = patch_then_upstream(tmp_path, "ggml/src/ggml-cpu/vec.cpp", base, head + fixed + tail, upstream,
                                         plain=True, good_run=True)
     assert verdict.good and text == head + F16 + "\n" + fixed + tail
+
+
+def _function(name: str, body: list[str]) -> str:
+    return (f"// {name}: one step\nstatic void {name}(struct ggml_tensor * dst) {{\n"
+            + "".join(f"    {line}\n" for line in body) + "}\n\n")
+
+
+FA = _function("fa", ["const int64_t n_a = dst->ne[2] + 1471;", "dst->op_params[0] = (int32_t) n_a;"])
+FB = _function("fb", ["const int64_t n_layers = dst->ne[1] / 2712;", "const int64_t n_ctx = dst->ne[3] + 3623;",
+                      "dst->op_params[0] = (int32_t) n_ctx;"])
+FC = _function("fc", ["const int64_t n_kv = dst->ne[0] - 7;", "dst->op_params[0] = (int32_t) n_kv;"])
+FD = _function("fd", ["const int64_t n_pos = dst->ne[1] - 4018;", "if (n_pos > 623) {", "    n_pos = 623;", "}",
+                      "dst->op_params[0] = (int32_t) n_pos;"])
+ADDED = _function("added", ["dst->op_params[2] = 7;"])
+
+
+@pytest.mark.parametrize("plain", [False, True], ids=["format-patch", "diff -u"])
+def test_a_function_added_between_two_that_upstream_moved_apart_is_refused(tmp_path, plain):
+    """The patch adds a function after fb, before fc; upstream moves fb to the top, then adds fd
+    where fb was. The merge reads fd as fb's lines replaced and would put the new function after
+    fd: one side of the hunk's context is unchanged elsewhere, so that is no place of the patch's."""
+    head = '#include "ggml.h"\n\n'
+    verdict, text = patch_then_upstream(tmp_path, "ggml/src/ggml-cpu/arch/x86/conv.c", head + FA + FB + FC,
+                                        head + FA + FB + ADDED + FC,
+                                        [head + FB + FA + FC, head + FB + FA + FD + FC], plain=plain, good_run=plain)
+    assert not verdict.good and text == head + FB + FA + FD + FC
+
+
+@pytest.mark.parametrize("path", ["ggml/src/ops.c", "ggml/src/ops.metal"])
+def test_a_function_added_before_one_that_moved_does_not_follow_it(tmp_path, path):
+    """The patch adds a function right before fb (its first change is at fb's first line, which it
+    does not change); upstream moves fb below fc. The added function was the patch's place between
+    fa and fb, not fb's: refused (git am -3 follows fb)."""
+    head = '#include "ggml.h"\n\n'
+    verdict, text = patch_then_upstream(tmp_path, path, head + FA + FB + FC, head + FA + ADDED + FB + FC,
+                                        head + FA + FC + FB)
+    assert not verdict.good and text == head + FA + FC + FB
+
+
+SOFT_MAX = """    const int nc = src0->ne[0];
+    const int nr = ggml_nrows(src0);
+    float * wp = (float *) params->wdata;
+    for (int i1 = 0; i1 < nr; i1++) {
+        ggml_float sum = ggml_vec_soft_max_f32(nc, dp, wp, max);
+        sum = 1.0/sum;
+        ggml_vec_scale_f32(nc, dp, sum);
+    }
+}
+"""
+
+
+@pytest.mark.parametrize("path", ["ggml/src/ggml-cpu/ops.cpp", "ggml/src/ggml-cpu/ops.c"])
+def test_a_section_less_hunk_is_not_taken_by_the_one_twin_left_at_its_recorded_line(tmp_path, path):
+    """A plain `diff -u` hunk in soft_max_f32, its base the last good run; upstream deletes
+    soft_max_f32, and its twin soft_max_f16 slides into the recorded lines, the only copy left.
+    The function git's rule names there is not the base's: refused."""
+    head, tail = '#include "ops.h"\n\n', "\nvoid use(void) {\n}\n"
+    f32 = "static void ggml_compute_forward_soft_max_f32(const struct ggml_compute_params * params) {\n" + SOFT_MAX
+    f16 = "static void ggml_compute_forward_soft_max_f16(const struct ggml_compute_params * params) {\n" + SOFT_MAX
+    base = head + f32 + "\n" + f16 + tail
+    patched = base.replace("        sum = 1.0/sum;\n", "        sum = sum > 0.0 ? 1.0/sum : 0.0;\n", 1)
+    verdict, text = patch_then_upstream(tmp_path, path, base, patched, head + f16 + tail, plain=True, good_run=True)
+    assert not verdict.good and text == head + f16 + tail
