@@ -698,16 +698,21 @@ class _FileLadder:
         """Whether ADDED, inserted before 0-based line AT of upstream's file, is a hunk's added
         lines whose context on one side is found in upstream's file, but not beside AT: upstream
         moved a neighbour away (a function the patch adds after another goes with neither)."""
+        for before, after, _, _ in self._stands_in_hunks(added):
+            above = ladder.occurrences(before, self.lines, self.index) if before else []
+            below = ladder.occurrences(after, self.lines, self.index) if after else []
+            if (above and at - len(before) not in above) or (below and at not in below):
+                return True
+        return False
+
+    def _stands_in_hunks(self, added: list[str]) -> Iterator[tuple[tuple[str, ...], tuple[str, ...], Hunk, int]]:
+        """Each place ADDED stands in a hunk's post-image: (its lines before, its lines after, the
+        hunk, the index there)."""
         n = len(added)
         for h in self.fc.hunks:
             new = h.new_lines
             for k in (k for k in range(len(new) - n + 1) if list(new[k:k + n]) == added):
-                before, after = new[:k], new[k + n:]
-                above = ladder.occurrences(before, self.lines, self.index) if before else []
-                below = ladder.occurrences(after, self.lines, self.index) if after else []
-                if (above and at - len(before) not in above) or (below and at not in below):
-                    return True
-        return False
+                yield new[:k], new[k + n:], h, k
 
     def _adds_own_lines(self, added: list[str], at: int, there: str) -> bool:
         """Whether ADDED, which the merge inserted before 0-based line AT of upstream's file in
@@ -718,16 +723,12 @@ class _FileLadder:
         if base is None:
             return False
         post = _lines(base.post)
-        n = len(added)
-        for h in self.fc.hunks:
-            new = h.new_lines
-            for k in (k for k in range(len(new) - n + 1) if list(new[k:k + n]) == added):
-                before, after = new[:k], new[k + n:]
-                found = (before and ladder.occurrences(before, self.lines, self.index) == [at - len(before)]) or \
-                    (after and ladder.occurrences(after, self.lines, self.index) == [at])
-                places = ladder.occurrences(new, post, ladder.line_index(post)) if found else []
-                if len(places) == 1 and self._scopes_of("post", post).scope_at(places[0] + k) == there:
-                    return True
+        for before, after, h, k in self._stands_in_hunks(added):
+            found = (before and ladder.occurrences(before, self.lines, self.index) == [at - len(before)]) or \
+                (after and ladder.occurrences(after, self.lines, self.index) == [at])
+            places = ladder.occurrences(h.new_lines, post, ladder.line_index(post)) if found else []
+            if len(places) == 1 and self._scopes_of("post", post).scope_at(places[0] + k) == there:
+                return True
         return False
 
     def _disagreements(self, merged: list[str], complete: bool) -> set[int]:

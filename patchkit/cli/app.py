@@ -70,6 +70,8 @@ UpstreamOpt = typer.Option(None, "--upstream", metavar="URL_OR_PATH",
 AllowRewindOpt = typer.Option(False, "--allow-rewind",
                               help="Let the lock move to a commit that does not contain the locked one.")
 NoFetchOpt = typer.Option(False, "--no-fetch", help="Use the mirror as it is, without fetching.")
+OutputOpt = typer.Option(None, "-o", "--output", metavar="DIR",
+                         help="The checkout: the output repository (default: ./llama.cpp beside patchkit.yaml).")
 
 _state = {"quiet": False, "verbose": False}
 _UNLIMITED = 1 << 20  # columns: effectively unlimited (rich needs a number)

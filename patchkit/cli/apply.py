@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from patchkit.cli.app import (AllowRewindOpt, JsonOpt, JunitOpt, MarkdownOpt, NoFetchOpt, UpstreamOpt, app,
+from patchkit.cli.app import (AllowRewindOpt, JsonOpt, JunitOpt, MarkdownOpt, NoFetchOpt, OutputOpt, UpstreamOpt, app,
                               check_reports, console, emit, is_quiet, warn)
 from patchkit.cli.progress import build_progress, progress_display
 
@@ -16,8 +16,7 @@ from patchkit.cli.progress import build_progress, progress_display
 def apply_command(
     spec: str = typer.Argument("upstream@HEAD", metavar="[upstream@REF]",
                                help="HEAD, a branch, a tag (b7421, v0.7.0), a commit id, or locked."),
-    output: Optional[Path] = typer.Option(None, "-o", "--output", metavar="DIR",
-                                          help="Output repository (default: ./llama.cpp beside patchkit.yaml)."),
+    output: Optional[Path] = OutputOpt,
     upstream: Optional[str] = UpstreamOpt,
     no_fetch: bool = NoFetchOpt,
     fuzz: int = typer.Option(0, "--fuzz", min=0, max=3, metavar="N",
@@ -42,12 +41,12 @@ def apply_command(
       patchkit apply upstream@b7421 -o /tmp/llama --json report.json\n
       patchkit apply upstream@locked --no-fetch
     """
-    from patchkit.project import Project
-    from patchkit.report import to_json
-    from patchkit.report import apply as render
-    from patchkit.upstream import parse_spec
     from patchkit.hooks import Hooks
     from patchkit.pipeline import ApplyOptions, run_apply
+    from patchkit.project import Project
+    from patchkit.report import apply as render
+    from patchkit.report import to_json
+    from patchkit.upstream import parse_spec
 
     parse_spec(spec)  # bad refs fail before any work
     from patchkit.rebase.state import refuse_while_rebasing

@@ -8,7 +8,7 @@ from typing import List, Optional
 
 import typer
 
-from patchkit.cli.app import (AllowRewindOpt, JsonOpt, JunitOpt, MarkdownOpt, NoFetchOpt, UpstreamOpt, app,
+from patchkit.cli.app import (AllowRewindOpt, JsonOpt, JunitOpt, MarkdownOpt, NoFetchOpt, OutputOpt, UpstreamOpt, app,
                               check_reports, console, emit, is_quiet, warn)
 from patchkit.cli.progress import build_progress, progress_display
 
@@ -24,7 +24,7 @@ def nightly_command(
     update_lock: bool = typer.Option(True, "--update-lock/--no-update-lock", help="Move the lock after a good night."),
     allow_rewind: bool = AllowRewindOpt,
     build: List[str] = typer.Option([], "--build", metavar="BACKEND", help="Build this backend too (repeats)."),
-    output: Optional[Path] = typer.Option(None, "-o", "--output", metavar="DIR", help="Output repository."),
+    output: Optional[Path] = OutputOpt,
     upstream: Optional[str] = UpstreamOpt,
     no_fetch: bool = NoFetchOpt,
     fuzz: int = typer.Option(0, "--fuzz", min=0, max=3, metavar="N",

@@ -7,7 +7,8 @@ from typing import List, Optional
 
 import typer
 
-from patchkit.cli.app import JsonOpt, NoFetchOpt, UpstreamOpt, app, check_reports, console, emit, is_quiet, warn
+from patchkit.cli.app import (JsonOpt, NoFetchOpt, OutputOpt, UpstreamOpt, app, check_reports, console, emit, is_quiet,
+                              warn)
 from patchkit.cli.progress import progress_display
 
 
@@ -21,8 +22,7 @@ def rebase_command(
     abort: bool = typer.Option(False, "--abort", help="Restore patches/, the lock and the checkout as before."),
     include: List[str] = typer.Option([], "--include", metavar="PATH",
                                       help="With --continue: a changed file outside the patch's own (repeats)."),
-    output: Optional[Path] = typer.Option(None, "-o", "--output", metavar="DIR",
-                                          help="Output repository (default: ./llama.cpp beside patchkit.yaml)."),
+    output: Optional[Path] = OutputOpt,
     upstream: Optional[str] = UpstreamOpt,
     no_fetch: bool = NoFetchOpt,
     fuzz: int = typer.Option(0, "--fuzz", min=0, max=3, metavar="N",
@@ -44,7 +44,8 @@ def rebase_command(
     from patchkit.errors import PatchkitError
     from patchkit.hooks import Hooks
     from patchkit.project import Project
-    from patchkit.rebase.run import RebaseOptions, abort as abort_rebase, resume, start
+    from patchkit.rebase.run import RebaseOptions, resume, start
+    from patchkit.rebase.run import abort as abort_rebase
     from patchkit.report import rebase as render
     from patchkit.report import to_json
     from patchkit.upstream import parse_spec

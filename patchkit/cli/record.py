@@ -7,11 +7,10 @@ from typing import Optional
 
 import typer
 
-from patchkit.cli.app import AllowRewindOpt, JsonOpt, UpstreamOpt, app, check_reports, console, emit, is_quiet, warn
+from patchkit.cli.app import (AllowRewindOpt, JsonOpt, OutputOpt, UpstreamOpt, app, check_reports, console, emit,
+                              is_quiet, warn)
 from patchkit.cli.progress import progress_display
 
-OutputOpt = typer.Option(None, "-o", "--output", metavar="DIR",
-                         help="The checkout (default: ./llama.cpp beside patchkit.yaml).")
 DryRunOpt = typer.Option(False, "--dry-run", help="List what would change; write nothing.")
 PruneOpt = typer.Option(False, "--prune", help="Delete the files of patches that leave the series "
                                                "(and their .checks.yaml).")
