@@ -696,14 +696,19 @@ class _FileLadder:
 
     def _sides_apart(self, added: list[str], at: int) -> bool:
         """Whether ADDED, inserted before 0-based line AT of upstream's file, is a hunk's added
-        lines whose context on one side is found in upstream's file, but not beside AT: upstream
-        moved a neighbour away (a function the patch adds after another goes with neither)."""
-        for before, after, _, _ in self._stands_in_hunks(added):
-            above = ladder.occurrences(before, self.lines, self.index) if before else []
-            below = ladder.occurrences(after, self.lines, self.index) if after else []
-            if (above and at - len(before) not in above) or (below and at not in below):
-                return True
-        return False
+        lines whose context on one side, once in the base, is found in upstream's file but not
+        beside AT: upstream moved a neighbour away (a function the patch adds after another goes
+        with neither). A side the base has twice says nothing: its twin may be what is left."""
+        base = self.base()
+        pre = _lines(base.pre) if base is not None else []
+        index = ladder.line_index(pre)
+
+        def moved(side: tuple[str, ...], beside: int) -> bool:  # once in the base, elsewhere now
+            found = ladder.occurrences(side, self.lines, self.index) if side else []
+            return bool(found) and beside not in found and len(ladder.occurrences(side, pre, index)) == 1
+
+        return any(moved(before, at - len(before)) or moved(after, at)
+                   for before, after, _, _ in self._stands_in_hunks(added))
 
     def _stands_in_hunks(self, added: list[str]) -> Iterator[tuple[tuple[str, ...], tuple[str, ...], Hunk, int]]:
         """Each place ADDED stands in a hunk's post-image: (its lines before, its lines after, the

@@ -155,9 +155,9 @@ def _unsaved_commits(path: Path, branch: str) -> dict[str, list[str]]:
     return found
 
 
-def overwritten_files(path: Path, mirror: Mirror, tip: str) -> list[str]:
-    """Files of TIP that the work tree holds untracked or git-ignored, with other contents:
-    `git checkout` refuses the untracked ones but overwrites ignored ones without a word."""
+def overwritten_files(path: Path, mirror: Mirror, tip: str, same_too: bool = False) -> list[str]:
+    """Files of TIP that the work tree holds untracked or git-ignored, with other contents (SAME_TOO:
+    with any): `git checkout` refuses the untracked ones but overwrites ignored ones without a word."""
     tracked = set(git.run(["ls-files", "-z"], cwd=path).split("\0"))
     listing = git.run(["ls-tree", "-r", "-z", "--full-tree", tip], cwd=mirror.path).split("\0")
     differing = []
@@ -173,7 +173,7 @@ def overwritten_files(path: Path, mirror: Mirror, tip: str) -> list[str]:
                 same = local.is_symlink() and os.fsencode(os.readlink(local)) == data
             else:
                 same = local.is_file() and not local.is_symlink() and local.read_bytes() == data
-            if not same:
+            if same_too or not same:
                 differing.append(name)
     return differing
 

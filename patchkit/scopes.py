@@ -124,21 +124,26 @@ _CONTROL = re.compile(r"\s*(?:if|else|elif|elseif|endif|for|foreach|endforeach|w
                       r"|default|return|try|except|finally|with|endfunction|endmacro)\b")
 _PYTHON_DEFINITION = re.compile(r"\s*(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)")
 _CMAKE_DEFINITION = re.compile(r"\s*(?:function|macro)\s*\(\s*([A-Za-z_][\w-]*)", re.IGNORECASE)
-_NAME_CALLED = re.compile(r"([A-Za-z_~]\w*)\s*\(")
+_NAME_CALLED = re.compile(r"((?:\w+::)*~?[A-Za-z_]\w*)\s*\(")
+# Words before a signature's name that take parentheses of their own: attributes, and macros
+# written in capitals (`GGML_TARGET("avx2") static void f(`).
+_NOT_THE_NAME = re.compile(r"(?:__attribute__|__declspec|alignas|decltype|[A-Z][A-Z0-9_]*)$")
 
 
 def defined_name(line: str, path: str) -> str | None:
     """The name LINE of file PATH defines, where it opens a definition: a def or class in Python,
-    function() or macro() in CMake, elsewhere the name before a line's first `(` (a function's
-    signature) unless the line is a control statement; None for a line that defines nothing (a
-    closer, `else()`, text of a string that begins a line)."""
+    function() or macro() in CMake, elsewhere the (qualified) name before the first `(` of a
+    signature, past attributes and capitalised macros; None for a line that defines nothing (a
+    closer, `else()`, a declaration ending in `;`, text of a string that begins a line)."""
     lower = path.lower()
     if lower.endswith(".py"):
         found = _PYTHON_DEFINITION.match(line)
     elif lower.endswith((".cmake", "cmakelists.txt")):
         found = _CMAKE_DEFINITION.match(line)
+    elif _CONTROL.match(line) or line.rstrip().endswith(";"):
+        found = None  # a control statement, or a declaration: `void f(int);` defines nothing
     else:
-        found = None if _CONTROL.match(line) else _NAME_CALLED.search(line)
+        found = next((m for m in _NAME_CALLED.finditer(line) if not _NOT_THE_NAME.match(m.group(1))), None)
     return found.group(1) if found else None
 
 

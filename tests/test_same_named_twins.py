@@ -213,3 +213,53 @@ def test_a_section_less_hunk_is_not_taken_by_the_one_twin_left_at_its_recorded_l
     patched = base.replace("        sum = 1.0/sum;\n", "        sum = sum > 0.0 ? 1.0/sum : 0.0;\n", 1)
     verdict, text = patch_then_upstream(tmp_path, path, base, patched, head + f16 + tail, plain=True, good_run=True)
     assert not verdict.good and text == head + f16 + tail
+
+
+def _op(name: str, body: list[str]) -> str:
+    return f"static void {name}(struct ggml_tensor * dst) {{\n" + "".join(f"    {line}\n" for line in body) + "}\n\n"
+
+
+PREV = _op("prev", ["const int n = dst->ne[0];", "dst->op_params[0] = n;"])
+OTHER = _op("other", ["const int m = dst->ne[1];", "dst->op_params[0] = 2 * m;"])
+BAR = _op("bar", ["const int k = dst->ne[2];", "dst->op_params[0] = k;", "dst->op_params[1] = k + 1;"])
+K, K_PATCHED = "    const int k = dst->ne[2];\n", "    const int k = dst->ne[2] + 1;\n"
+
+
+@pytest.mark.parametrize("declared", ["", "static void bar(struct ggml_tensor * dst);\n\n"],
+                         ids=["no prototype", "a prototype above"])
+def test_a_function_moved_whole_is_followed_with_its_prototype_in_the_file(tmp_path, declared):
+    """bar moves whole below other; a prototype of it (a declaration, no definition) stays on top.
+    The hunk begins in prev's tail and names prev: bar's whole lines are the witness."""
+    head = '#include "ggml.h"\n\n' + declared
+    upstream = head + PREV + OTHER + BAR
+    verdict, text = patch_then_upstream(tmp_path, "ggml/src/ops.c", head + PREV + BAR + OTHER,
+                                        (head + PREV + BAR + OTHER).replace(K, K_PATCHED), upstream)
+    assert verdict.good and text == upstream.replace(K, K_PATCHED)
+
+
+def test_a_method_moved_whole_is_told_from_another_class_s_method_of_the_same_name(tmp_path):
+    """`A::bar` moves whole below `other`; `B::bar` has the same plain name, not the same one."""
+    a_bar, b_bar = BAR.replace("static void bar(", "void A::bar("), BAR.replace("static void bar(", "void B::bar(")
+    b_bar = b_bar.replace("k + 1", "k + 2")
+    head = '#include "ops.h"\n\n'
+    upstream = head + PREV + OTHER + a_bar + b_bar
+    verdict, text = patch_then_upstream(tmp_path, "src/ops.cpp", head + PREV + a_bar + OTHER + b_bar,
+                                        (head + PREV + a_bar + OTHER + b_bar).replace(K, K_PATCHED, 1), upstream)
+    assert verdict.good and text == upstream.replace(K, K_PATCHED, 1)
+
+
+def _summed(name: str, result: str = "s") -> str:
+    return (f"static int {name}(const int * x) {{\n    int s = 0;\n    for (int i = 0; i < 4; ++i) {{\n"
+            f"        s += x[i];\n    }}\n    return {result};\n}}\n\n")
+
+
+@pytest.mark.parametrize("plain", [False, True], ids=["format-patch", "diff -u"])
+def test_an_insertion_whose_neighbour_upstream_edited_is_not_moved_apart(tmp_path, plain):
+    """The patch adds a function after f; upstream edits f's last statement, which h, a twin
+    elsewhere, still has: the side's twin is no move (the base had it twice), the merge places it."""
+    added = "static int added(const int * x) {\n    return x[0];\n}\n\n"
+    head, tail = '#include "a.h"\n\n' + _summed("h") + "static int k = 3;\n\n", "int z;\nvoid use(void) {\n}\n"
+    upstream = head + _summed("f", "s + 0") + tail
+    verdict, text = patch_then_upstream(tmp_path, "ggml/src/a.c", head + _summed("f") + tail,
+                                        head + _summed("f") + added + tail, upstream, plain=plain, good_run=plain)
+    assert verdict.good and text == head + _summed("f", "s + 0") + added + tail

@@ -18,7 +18,7 @@ import tempfile
 from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Mapping
 
 from patchkit import git, refs, testpoint
 from patchkit.apply import HunkVerdict, PatchResult, Verdict, apply_queue
@@ -254,7 +254,7 @@ def _advance(project: Project, state: RebaseState, hooks: Hooks, warn: Callable[
     with mirror.locked(hooks.progress):
         with applied_at(project, mirror, revision, queue.patches, state.fuzz) as (applied, report):
             _refuse_overwriting(output.path, Mirror(applied.repo, mirror.url, mirror.branch, None), applied.tip,
-                                (*state.written, *state.files))
+                                (*state.written, *state.files), state.checkout.untracked)
             failing = {r.source for r in report.checks.failing} if report.checks else set()
             found = [(i, kind) for i, (p, r) in enumerate(zip(queue.patches, applied.patches))
                      if (kind := _stop_kind(p, r, failing))]
@@ -294,17 +294,22 @@ def _advance(project: Project, state: RebaseState, hooks: Hooks, warn: Callable[
     return stop, rest, prefix, files
 
 
-def _refuse_overwriting(checkout: Path, trial: Mirror, tip: str, written: tuple[str, ...]) -> None:
+def _refuse_overwriting(checkout: Path, trial: Mirror, tip: str, written: tuple[str, ...],
+                        kept: Mapping[str, str]) -> None:
     """Refused, as `apply` without --force refuses: files of the queue at the target (TIP of the
     TRIAL) that the checkout holds untracked or ignored with other bytes, which a checkout of the
-    rebase's would overwrite and `--abort` could not give back. Files a stop wrote are the rebase's."""
+    rebase's would overwrite and `--abort` could not give back; and ignored ones with the same
+    bytes, which the snapshot (KEPT: the untracked files) does not hold and the abort's reset
+    would delete. Files a stop wrote are the rebase's."""
     if not (checkout / ".git").exists():
         return
-    overwritten = [name for name in overwritten_files(checkout, trial, tip) if name not in written]
+    differing = set(overwritten_files(checkout, trial, tip))
+    overwritten = [name for name in overwritten_files(checkout, trial, tip, same_too=True)
+                   if name not in written and (name in differing or name not in kept)]
     if overwritten:
         shown = ", ".join(overwritten[:3]) + (f", and {len(overwritten) - 3} more" if len(overwritten) > 3 else "")
-        raise _Overwrites(f"the queue at the target has {shown}, which {checkout} holds untracked with other "
-                          "contents: the rebase would overwrite them",
+        raise _Overwrites(f"the queue at the target has {shown}, which {checkout} holds outside git (untracked with "
+                          "other contents, or ignored): the rebase would overwrite or lose them",
                           "move them out of the way, then rerun `patchkit rebase --continue`")
 
 

@@ -156,7 +156,10 @@ def describe_checkout(path: Path) -> Checkout:
     head = f"ref: {head}" if head else git.run(["rev-parse", "--verify", "--quiet", "HEAD"], cwd=path, check=False)
     listing = git.run(["for-each-ref", "--format=%(objectname) %(refname)"], cwd=path)
     refs = {ref: oid for oid, ref in (line.split(" ", 1) for line in listing.splitlines())}
-    untracked = [p for p in git.run(["ls-files", "-z", "--others", "--exclude-standard"], cwd=path).split("\0") if p]
+    # Regular files only: a symlink (dangling, or to a folder) is never written over by a checkout
+    # that the overwrite check let through, and hash-object would follow it.
+    untracked = [p for p in git.run(["ls-files", "-z", "--others", "--exclude-standard"], cwd=path).split("\0")
+                 if p and (path / p).is_file() and not (path / p).is_symlink()]
     blobs = git.run(["hash-object", "--stdin-paths"], cwd=path, input="".join(f"{p}\n" for p in untracked))
     return Checkout(str(path), True, head, refs, dict(zip(untracked, blobs.split())))
 
@@ -198,8 +201,8 @@ def restore_checkout(checkout: Checkout, branch: str, written: tuple[str, ...] =
         git.run(["symbolic-ref", "HEAD", checkout.head.removeprefix("ref: ")], cwd=path)
     else:
         git.run(["update-ref", "--no-deref", "HEAD", checkout.head], cwd=path)
+    made = _copy_aside(path, git_dir, checkout, written)
     git.run(["reset", "--quiet", "--hard"], cwd=path)
-    made = []
     now = git.run(["ls-files", "-z", "--others", "--exclude-standard"], cwd=path)
     for name in filter(None, now.split("\0")):
         if name in checkout.untracked:
@@ -210,6 +213,23 @@ def restore_checkout(checkout: Checkout, branch: str, written: tuple[str, ...] =
             made.append(name)
     _restore_untracked(path, checkout.untracked)
     return made, saved
+
+
+def _copy_aside(path: Path, git_dir: Path, checkout: Checkout, written: tuple[str, ...]) -> list[str]:
+    """Files the user made while the rebase stood at paths the restored HEAD tracks (a later
+    patch's new file): the reset writes over them, so they are copied into GIT_DIR/patchkit-kept/
+    first. Says which, and where each copy is."""
+    names = [n for n in git.run(["ls-files", "-z", "--others", "--exclude-standard"], cwd=path).split("\0")
+             if n and n not in checkout.untracked and n not in written and (path / n).is_file()]
+    tracked = set(git.run(["ls-tree", "-r", "-z", "--name-only", "HEAD", "--", *names], cwd=path).split("\0")) \
+        if names else set()
+    kept = []
+    for name in (n for n in names if n in tracked):
+        copy = git_dir / "patchkit-kept" / name
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path / name, copy)
+        kept.append(f"{name} (tracked again after the abort; your copy is {copy})")
+    return kept
 
 
 def _set_aside(path: Path, branch: str, current: dict[str, str]) -> list[str]:
@@ -250,6 +270,7 @@ def refuse_while_rebasing(project: Project) -> None:
         return
     where = f"stopped at {state.stopped}" if state.stopped and state.phase == STOPPED else state.phase
     raise PatchkitError(f"a rebase onto {state.spec} is in progress ({where})",
+                        "finish the undoing with `patchkit rebase --abort`" if state.phase == ABORTING else
                         "finish it with `patchkit rebase --continue`, or undo it with `patchkit rebase --abort`")
 
 

@@ -52,8 +52,6 @@ def render_terminal(report, console) -> None:
 
         say("site checks of the new queue:")
         check.render_terminal(report.checks, console)
-    for warning in report.warnings:
-        console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
     style = "yellow" if not report.passed else "green"
     console.print(f"[{style}]{escape(summary_line(report))}[/]", highlight=False)
 
