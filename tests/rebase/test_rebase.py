@@ -300,6 +300,31 @@ def test_abort_gives_back_an_untracked_file_a_checkout_took_over(queue_project, 
     assert snapshot(project) == before
 
 
+def test_a_start_refuses_an_ignored_file_the_target_takes_over_even_with_its_bytes(queue_project, tmp_path):
+    """git checkout takes an ignored file over without a word, and the abort's reset would then
+    delete it: an ignored file is no part of the snapshot, so the start refuses it."""
+    project = queue_project
+    add_notes_upstream(tmp_path)
+    checkout = project.output_dir
+    (checkout / ".git" / "info" / "exclude").write_text("NOTES\n")
+    (checkout / "NOTES").write_text("upstream notes\n")  # the very bytes v3 has
+    before = snapshot(project)
+    proc = rebase(project, "upstream@v3")
+    assert proc.returncode == 2 and "NOTES" in proc.stderr and "ignored" in proc.stderr
+    assert snapshot(project) == before and (checkout / "NOTES").read_text() == "upstream notes\n"
+
+
+def test_a_dangling_symlink_in_the_checkout_is_no_obstacle(queue_project):
+    """Untracked symlinks (dangling, or to a folder) are not hashed into the snapshot: hash-object
+    follows links, and a checkout never writes over them unasked."""
+    project = queue_project
+    checkout = project.output_dir
+    (checkout / "model.gguf").symlink_to("/nonexistent/model.gguf")
+    assert rebase(project, "upstream@v2").returncode == 1
+    assert rebase(project, "--abort").returncode == 0
+    assert os.readlink(checkout / "model.gguf") == "/nonexistent/model.gguf"
+
+
 def test_abort_keeps_the_users_stash_branches_and_commits(queue_project):
     project = queue_project
     checkout = project.output_dir
