@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from rich.markup import escape
+
 from patchkit.apply import Verdict
 from patchkit.report import apply as render_apply
 from patchkit.report import nightly as render_nightly
@@ -32,8 +34,9 @@ def render_terminal(report, console) -> None:
         console.print(f"{name}: removed from the series, its file deleted", markup=False)
     stop = report.stopped
     if stop is not None:
-        console.print(f"[bold]{stop.patch}[/] ({stop.subject}) needs a person: [red]{stop.kind}[/]"
-                      + (f" — {stop.detail}" if stop.detail else ""), markup=True, highlight=False)
+        # The subject and the detail are upstream's or the user's text: never rich markup.
+        console.print(f"[bold]{escape(stop.patch)}[/] ({escape(stop.subject)}) needs a person: [red]{stop.kind}[/]"
+                      + (f" — {escape(stop.detail)}" if stop.detail else ""), markup=True, highlight=False)
         for h in stop.hunks:
             if not h.verdict.good or h.verdict is Verdict.FUZZED:
                 for line in render_apply.hunk_lines(h):
