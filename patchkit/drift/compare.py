@@ -2,7 +2,7 @@
 (its state), whether two states differ in a way the patch's line would feel, and how each reads.
 
 The state is only what the added line can feel: the first N members for an initialiser of N
-values (a member appended after them changes nothing), an enumerator's value, a macro's
+values (in each `#if` variant of the struct) (a member appended after them changes nothing), an enumerator's value, a macro's
 definitions (its tokens: a comment or spacing is no change), the default arguments a call leaves
 out and the types of the parameters it fills (where both types are numbers: any other change the
 compiler reports; `const int` is `int` to a caller, `std::size_t` is `size_t`, and a typedef of a
@@ -93,7 +93,12 @@ def state(entity: Entity, found: Declarations | None, resolve: Resolve | None = 
         return None
     if entity.kind == "members":
         members = found.members.get(entity.key)
-        return None if members is None else (members[:entity.reach], members)
+        if members is None:
+            return None
+        # Every combination of the struct's preprocessor branches: a configuration the lock's
+        # reading cannot choose may be the one that drifted.
+        variants = found.variants.get(entity.key, (members,))
+        return tuple(dict.fromkeys(v[:entity.reach] for v in variants)), members
     if entity.kind == "enumerator":
         enum = found.enumerators.get(entity.key)
         if enum is None:
