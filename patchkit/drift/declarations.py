@@ -136,7 +136,9 @@ def _walk(node: Node, found: Declarations, scope: str, value: Outside) -> None:
         elif kind in ("namespace_definition", "linkage_specification"):
             body = child.child_by_field_name("body")
             name = child.child_by_field_name("name") if kind == "namespace_definition" else None
-            if body is not None:
+            if body is not None and body.type != "declaration_list" and kind == "linkage_specification":
+                _walk(child, found, scope, value)  # `extern "C" int f(void);`: one declaration, no braces
+            elif body is not None:
                 _walk(body, found, _qualify(scope, _text(name).replace(" ", "")) if name is not None else scope, value)
 
 

@@ -77,7 +77,7 @@ class Files:
 
             def outside(name: str) -> int | None:
                 used_outside.append(name)
-                return self._included_value(commit, path, data, name)
+                return self.included_value(commit, path, data, name)
 
             self._reading.add((commit, path))
             try:
@@ -90,7 +90,7 @@ class Files:
             self._parsed[key] = found
         return self._parsed[key]
 
-    def _included_value(self, commit: str, path: str, data: bytes, name: str) -> int | None:
+    def included_value(self, commit: str, path: str, data: bytes, name: str) -> int | None:
         """NAME's number as the files PATH (DATA at COMMIT) includes declare it, nearest first."""
         for included in self.candidates(commit, [(path, data)]):
             if included == path or (commit, included) in self._reading:

@@ -44,8 +44,8 @@ def squash(type_: str, number=lambda name: None) -> str:
     return re.sub(r"\s*([*&,()\[\]<>])\s*", r"\1", type_)
 
 
-def read(path: Path, includes: list[Path] = ()) -> Seen:
-    args = ["-x", "c++", "-std=c++17", "-isystem", _builtin_headers(), *(f"-I{p}" for p in includes)]
+def read(path: Path, includes: list[Path] = (), defines: tuple[str, ...] = ()) -> Seen:
+    args = ["-x", "c++", "-std=c++17", "-isystem", _builtin_headers(), *(f"-I{p}" for p in includes), *defines]
     unit = cindex.Index.create().parse(str(path), args=args)
     errors = [str(d) for d in unit.diagnostics if d.severity >= cindex.Diagnostic.Error]
     assert not errors, f"the oracle cannot read {path}: {errors[:3]}"
@@ -108,10 +108,9 @@ def mismatches(seen: Seen, found, number=lambda name: None) -> list[str]:
     parameters (their types, which have a default; NUMBER: a macro's value, for an array's extent)."""
     out = []
     for name, members in seen.structs.items():
-        read_as = found.members.get(name)
-        names = None if read_as is None else [n for _, n in read_as]
-        if names != members:
-            out.append(f"struct {name}: {names} (the compiler: {members})")
+        variants = [[n for _, n in v] for v in found.variants.get(name, ())]  # the compiler's is one of them
+        if members not in variants:
+            out.append(f"struct {name}: {variants} (the compiler: {members})")
     for name, value in seen.enumerators.items():
         entry = found.enumerators.get(name)
         if entry is None or entry[2] != value:
