@@ -15,6 +15,25 @@ import pytest
 cindex = pytest.importorskip("clang.cindex")
 K = cindex.CursorKind
 
+# A llama.cpp tree's public headers, and the folders they include from.
+INCLUDES = ("include", "ggml/include", "tools/mtmd", "common")
+
+
+def public_headers(root: Path) -> list[str]:
+    """include/*.h, ggml/include/*.h, tools/mtmd/mtmd.h and common/common.h, relative to ROOT."""
+    return [str(p.relative_to(root)) for d in ("include", "ggml/include") for p in sorted((root / d).glob("*.h"))] + \
+        ["tools/mtmd/mtmd.h", "common/common.h"]
+
+
+def parse(path: Path, includes: list[Path] = (), defines: tuple[str, ...] = ()):
+    """PATH's translation unit as the compiler reads it (C++17), or an error naming the first problems."""
+    args = ["-x", "c++", "-std=c++17", "-isystem", _builtin_headers(), *(f"-I{p}" for p in includes), *defines]
+    unit = cindex.Index.create().parse(str(path), args=args)
+    errors = [str(d) for d in unit.diagnostics if d.severity >= cindex.Diagnostic.Error]
+    assert not errors, f"the oracle cannot read {path}: {errors[:3]}"
+    return unit
+
+
 _RECORDS = (K.STRUCT_DECL, K.CLASS_DECL, K.UNION_DECL)
 _SCOPES = (K.NAMESPACE, K.STRUCT_DECL, K.CLASS_DECL, K.UNION_DECL, K.ENUM_DECL)
 
@@ -45,16 +64,14 @@ def squash(type_: str, number=lambda name: None) -> str:
 
 
 def read(path: Path, includes: list[Path] = (), defines: tuple[str, ...] = ()) -> Seen:
-    args = ["-x", "c++", "-std=c++17", "-isystem", _builtin_headers(), *(f"-I{p}" for p in includes), *defines]
-    unit = cindex.Index.create().parse(str(path), args=args)
-    errors = [str(d) for d in unit.diagnostics if d.severity >= cindex.Diagnostic.Error]
-    assert not errors, f"the oracle cannot read {path}: {errors[:3]}"
+    unit = parse(path, includes, defines)
     seen = Seen()
     _walk(unit.cursor, seen, str(path))
     return seen
 
 
-def _qualified(cursor) -> str:
+def qualified(cursor) -> str:
+    """CURSOR's name as C++ qualifies it: `ns::outer::inner`, a scoped enum's enumerator `e::x`."""
     parts = []
     parent = cursor.semantic_parent
     while parent is not None and parent.kind in _SCOPES:
@@ -86,18 +103,18 @@ def _walk(cursor, seen: Seen, main: str) -> None:
         if child.kind in _RECORDS and child.is_definition() and child.spelling and not child.is_anonymous():
             children = list(child.get_children())
             if not any(c.kind in (K.CONSTRUCTOR, K.CXX_BASE_SPECIFIER) or c.is_virtual_method() for c in children):
-                seen.structs[_qualified(child)] = _members(children)
+                seen.structs[qualified(child)] = _members(children)
             _walk(child, seen, main)
         elif child.kind == K.ENUM_DECL:
             for e in child.get_children():
                 if e.kind == K.ENUM_CONSTANT_DECL:
-                    seen.enumerators[_qualified(e)] = e.enum_value
+                    seen.enumerators[qualified(e)] = e.enum_value
         elif child.kind in (K.FUNCTION_DECL, K.CXX_METHOD) and child.type.kind != cindex.TypeKind.FUNCTIONNOPROTO:
             if child.type.is_function_variadic():
                 continue
             params = tuple((squash(p.type.spelling), any(t.spelling == "=" for t in p.get_tokens()))
                            for p in child.get_arguments())
-            seen.functions.setdefault(_qualified(child), []).append(params)
+            seen.functions.setdefault(qualified(child), []).append(params)
         elif child.kind in (K.NAMESPACE, K.LINKAGE_SPEC, K.UNEXPOSED_DECL):
             _walk(child, seen, main)
 

@@ -19,15 +19,6 @@ from patchkit.drift.tree import Files  # noqa: E402
 
 TREE = os.environ.get("PATCHKIT_LLAMA_CPP")
 pytestmark = pytest.mark.skipif(not TREE, reason="set PATCHKIT_LLAMA_CPP=/path/to/llama.cpp (a git checkout)")
-INCLUDES = ("include", "ggml/include", "tools/mtmd", "common")
-
-
-def _headers() -> list[str]:
-    if not TREE:
-        return []
-    root = Path(TREE)
-    return [str(p.relative_to(root)) for d in ("include", "ggml/include") for p in sorted((root / d).glob("*.h"))] + \
-        ["tools/mtmd/mtmd.h", "common/common.h"]
 
 
 @pytest.fixture(scope="module")
@@ -36,10 +27,10 @@ def files():
         yield Files(Path(TREE), reader)
 
 
-@pytest.mark.parametrize("header", _headers())
+@pytest.mark.parametrize("header", oracle.public_headers(Path(TREE)) if TREE else [])
 def test_every_declaration_of_a_public_header_reads_as_the_compiler_reads_it(files, header):
     root = Path(TREE)
-    seen = oracle.read(root / header, [root / d for d in INCLUDES])
+    seen = oracle.read(root / header, [root / d for d in oracle.INCLUDES])
     found = files.declarations("HEAD", header)
     source = (root / header).read_bytes()
 
