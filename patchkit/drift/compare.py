@@ -20,7 +20,7 @@ from patchkit.drift.relies import Reliance
 
 # Built-in number types: a value of one converts to another without a word from the compiler.
 _NUMBER = re.compile(r"^((un)?signed )?(bool|char|short|int|long|long int|long long|long long int|size_t|ssize_t|"
-                     r"ptrdiff_t|u?int(8|16|32|64)_t|u?intptr_t|float|double|unsigned|signed)$")
+                     r"ptrdiff_t|u?int(8|16|32|64)_t|u?intptr_t|float|double|long double|unsigned|signed)$")
 _STD_TYPEDEF = re.compile(r"\bstd::(?=(?:u?int(?:8|16|32|64)_t|size_t|ptrdiff_t|u?intptr_t)\b)")
 _TYPE_NAME = re.compile(r"^[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*$")
 

@@ -183,3 +183,14 @@ def test_void_parameters_names_inside_declarators_and_default_arguments(tmp_path
     assert [p.type for p in found.functions["lib_mask"][0]] == ["bool(&)[LIB_MAX]", "float[2]"]
     assert [p.name for p in found.functions["lib_mask"][0]] == ["mask", "dims"]
     assert "lib::runner::run" in seen.functions
+
+
+def test_a_float_parameter_that_becomes_long_double_still_converts_silently():
+    """The census's finding: `long double` is a number type a caller's value converts to unseen."""
+    from patchkit.drift.compare import differs, entities, state
+    from patchkit.drift.declarations import read
+    from patchkit.drift.relies import Reliance
+
+    old, new = read(b"void lib_temp(float t);\n"), read(b"void lib_temp(long double t);\n")
+    (entity,) = entities(Reliance("call", "lib_temp", "", 1, 1), old)
+    assert differs(entity, state(entity, old), state(entity, new))
