@@ -12,7 +12,6 @@ reviewed declaration to the new one, naming the later commit.
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from dataclasses import dataclass, replace
 from typing import Callable, Sequence
@@ -26,13 +25,13 @@ from patchkit.drift.compare import Entity, describe, differs, entities, state
 from patchkit.drift.declarations import read as read_declarations
 from patchkit.drift.relies import Reliance, reliances
 from patchkit.drift.tree import Files
+from patchkit.patchfile.diff import HUNK_HEADER, Part, unquote, walk
 from patchkit.patchfile.trailers import split as split_trailers
 from patchkit.queue import Patch
 from patchkit.scopes import is_cpp
 from patchkit.upstream import Mirror
 
 REVIEWED = "Reviewed-Drift"
-_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
 _WHAT = {"members": "initialises {entity} by position; its members",
          "enumerator": "uses {key} of {entity} as a number; the enumerators",
          "macro": "expands {entity}",
@@ -123,14 +122,17 @@ def _added_lines(files: Files, commit: str) -> dict[str, list[int]]:
     diff = git.run(["diff-tree", "-p", "-U0", "--no-renames", "--no-color", "-r", f"{commit}^", commit],
                    cwd=files.repo)
     added: dict[str, list[int]] = {}
-    path = None
-    for line in diff.splitlines():
-        if line.startswith("+++ "):
-            name = line[4:]
+    path, row = None, 0
+    for line in walk(diff.splitlines()):
+        if line.part is Part.OUTSIDE and line.text.startswith("+++ "):
+            name = unquote(line.text[4:])
             path = name[2:] if name.startswith("b/") and is_cpp(name) else None
-        elif path is not None and (m := _HUNK.match(line)):
-            start, count = int(m.group(1)), int(m.group(2) if m.group(2) is not None else 1)
-            added.setdefault(path, []).extend(range(start, start + count))
+        elif line.part is Part.HEADER:
+            row = int(HUNK_HEADER.match(line.text)[3])
+        elif line.part in (Part.ADDED, Part.CONTEXT):
+            if path is not None and line.part is Part.ADDED:
+                added.setdefault(path, []).append(row)
+            row += 1
     return {p: sorted(lines) for p, lines in added.items() if lines}
 
 
