@@ -5,12 +5,10 @@ The one who resolves the conflict is the one who must learn that the struct chan
 from __future__ import annotations
 
 import json
-import re
 import xml.etree.ElementTree as ET
 
 import pytest
-from werkzeug import Response
-from conftest import apply, assert_matches_schema, run_cli, write_project
+from conftest import apply, run_cli, run_json, write_project
 from drift_history import build
 from test_drift_nightly import CHANGES, HEADER, WRAPPER
 
@@ -29,28 +27,12 @@ def case(tmp_path):
     return history, project
 
 
-def test_the_night_names_the_drift_beside_the_conflict(case, tmp_path, httpserver):
+def test_the_night_names_the_drift_beside_the_conflict(case, tmp_path, github_issues):
     history, project = case
-    posted = []
-
-    def github(request):  # no issues open, a label that exists; the new issue's body kept
-        if request.method == "POST":
-            posted.append(request.get_json())
-            return Response(json.dumps({"number": 1, "html_url": "https://github.invalid/1"}), 201,
-                            content_type="application/json")
-        return Response("[]" if request.path.endswith("/issues") else '{"name": "patchkit"}', 200,
-                        content_type="application/json")
-
-    httpserver.expect_request(re.compile(".*")).respond_with_handler(github)
-    env = {"GITHUB_REPOSITORY": "fork/llama.cpp", "GITHUB_TOKEN": "t",
-           "GITHUB_API_URL": httpserver.url_for("").rstrip("/")}
-    proc = run_cli("nightly", "upstream@HEAD", "--report-dir", str(tmp_path / "r"), "--github-issues",
-                   "--json", "-", cwd=project.root, env=env)
-    assert proc.returncode == 1, proc.stderr
-    report = json.loads(proc.stdout)
-    assert_matches_schema(report)
-    (result,) = report["apply"]["patches"]
-    assert not result["verdict"] in ("applied", "merged")
+    env, posted = github_issues
+    report = run_json("nightly", "upstream@HEAD", "--report-dir", str(tmp_path / "r"), "--github-issues",
+                      cwd=project.root, code=1, env=env)
+    assert [p["verdict"] for p in report["apply"]["patches"]] == ["conflict"]
     (drift,) = report["apply"]["drift"]
     assert (drift["kind"], drift["entity"], drift["patched_at"]) == ("members", "some_input_text", history.lock)
     assert drift["after"] == "text, text_len, add_special, parse_special"

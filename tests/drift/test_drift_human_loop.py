@@ -5,10 +5,9 @@ finishes it, refreshing the patch), a later `record` and nightly refresh: the qu
 
 from __future__ import annotations
 
-import json
 import subprocess
 
-from conftest import assert_matches_schema, run_cli
+from conftest import run_cli, run_json
 from test_drift_conflict import case  # noqa: F401 (the fixture)
 
 
@@ -20,11 +19,7 @@ def _trailer(patch, line: str) -> None:
 
 def test_rebase_stops_with_the_drift_and_a_reviewed_drift_survives_continue_record_and_the_night(case, tmp_path):
     history, project = case
-    proc = run_cli("rebase", "upstream@HEAD", "--json", "-", cwd=project.root)
-    assert proc.returncode == 1, proc.stderr
-    report = json.loads(proc.stdout)
-    assert_matches_schema(report)
-    stop = report["stopped"]
+    stop = run_json("rebase", "upstream@HEAD", cwd=project.root, code=1)["stopped"]
     (drift,) = stop["drift"]
     assert (drift["entity"], drift["patched_at"]) == ("some_input_text", history.lock)
     assert drift["culprit"]["commit"] == history.commits["fix"]
@@ -41,9 +36,7 @@ def test_rebase_stops_with_the_drift_and_a_reviewed_drift_survives_continue_reco
     (patch,) = [p for p in project.patches_dir.glob("*.patch")]
     trailer = f"Reviewed-Drift: some_input_text {history.commits['fix'][:10]}"
     _trailer(patch, trailer)
-    proc = run_cli("rebase", "--continue", "--json", "-", cwd=project.root)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    finished = json.loads(proc.stdout)["finished"]
+    finished = run_json("rebase", "--continue", cwd=project.root, code=0)["finished"]
     assert finished["passed"] and finished["lock_moved"]
     assert [d["reviewed"] for d in finished["apply"]["drift"]] == [True]
     assert trailer in patch.read_text()
