@@ -4,7 +4,6 @@ The one who resolves the conflict is the one who must learn that the struct chan
 
 from __future__ import annotations
 
-import json
 import xml.etree.ElementTree as ET
 
 import pytest
