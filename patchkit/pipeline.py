@@ -145,7 +145,8 @@ def run_apply(project: Project, options: ApplyOptions, hooks: Hooks = Hooks(), *
         elif options.build:
             warn("builds not run: the apply needs attention first")
         if options.check:
-            report = replace(report, drift=_drift(mirror, queue.patches, report, hooks))
+            report = replace(report, drift=drift_since_lock(mirror, queue.patches, report.patches,
+                                                            report.upstream_commit, hooks.progress))
         testpoint.pause("record")
         report = _record(project, mirror, report, options.update_lock, warn)
     report = replace(report, warnings=tuple(warnings))  # including those said while recording
@@ -195,15 +196,17 @@ def _run_checks(project: Project, patches: list[Patch], applied: AppliedQueue) -
         return run_checks(rules, lambda path: reader.read(applied.tip, path), renames=applied.renames)
 
 
-def _drift(mirror: Mirror, patches: Sequence[Patch], report: ApplyReport, hooks: Hooks) -> tuple[Drift, ...]:
-    """What the good patches rely on that upstream changed since the lock (nothing without one)."""
+def drift_since_lock(mirror: Mirror, patches: Sequence[Patch], results: Sequence[PatchResult], target: str,
+                     progress: Callable[[str], None] | None) -> tuple[Drift, ...]:
+    """What PATCHES (RESULTS at TARGET, their commits in the mirror) rely on that upstream changed
+    since the lock (nothing without one); the caller holds the mirror's lock."""
     locked = mirror.locked_commit
-    if locked is None or locked == report.upstream_commit or \
+    if locked is None or locked == target or \
             git.run(["cat-file", "-t", locked], cwd=mirror.path, check=False) != "commit":
         return ()
     from patchkit.drift import find_drift
 
-    return find_drift(mirror, patches, report.patches, locked, report.upstream_commit, hooks.progress)
+    return find_drift(mirror, patches, results, locked, target, progress)
 
 
 def _recipes(project: Project, backends: tuple[str, ...]) -> list[Recipe]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -52,15 +53,47 @@ def run_cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subproc
                           capture_output=True, env={**os.environ, "NO_COLOR": "1", **(env or {})})
 
 
+def run_json(*args: str, cwd: Path, code: int, env: dict[str, str] | None = None) -> dict:
+    """The CLI with `--json -`: it exits CODE and its report is valid against its schema."""
+    proc = run_cli(*args, "--json", "-", cwd=cwd, env=env)
+    assert proc.returncode == code, proc.stdout + proc.stderr
+    report = json.loads(proc.stdout)
+    assert_matches_schema(report)
+    return report
+
+
 def assert_matches_schema(data: dict) -> None:
     """A JSON report is valid against the schema the package ships for its kind."""
-    import json
     from importlib.resources import files
 
     import jsonschema
 
     schema = json.loads(files("patchkit").joinpath(f"schemas/{data['kind']}.schema.json").read_text())
     jsonschema.validate(data, schema)
+
+
+@pytest.fixture
+def github_issues(httpserver):
+    """A GitHub with no issue open and the label in place, on 127.0.0.1: the environment that
+    points the CLI at it, and the bodies of what it posts (the new issues kept)."""
+    import re
+
+    from werkzeug import Response
+
+    posted: list[dict] = []
+
+    def github(request):
+        if request.method == "POST":
+            posted.append(request.get_json())
+            return Response(json.dumps({"number": 1, "html_url": "https://github.invalid/1"}), 201,
+                            content_type="application/json")
+        return Response("[]" if request.path.endswith("/issues") else '{"name": "patchkit"}', 200,
+                        content_type="application/json")
+
+    httpserver.expect_request(re.compile(".*")).respond_with_handler(github)
+    env = {"GITHUB_REPOSITORY": "fork/llama.cpp", "GITHUB_TOKEN": "t",
+           "GITHUB_API_URL": httpserver.url_for("").rstrip("/")}
+    return env, posted
 
 
 @pytest.fixture(scope="session")

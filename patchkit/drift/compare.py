@@ -2,7 +2,7 @@
 (its state), whether two states differ in a way the patch's line would feel, and how each reads.
 
 The state is only what the added line can feel: the first N members for an initialiser of N
-values (a member appended after them changes nothing), an enumerator's value, a macro's
+values (in each `#if` variant of the struct) (a member appended after them changes nothing), an enumerator's value, a macro's
 definitions (its tokens: a comment or spacing is no change), the default arguments a call leaves
 out and the types of the parameters it fills (where both types are numbers: any other change the
 compiler reports; `const int` is `int` to a caller, `std::size_t` is `size_t`, and a typedef of a
@@ -20,7 +20,7 @@ from patchkit.drift.relies import Reliance
 
 # Built-in number types: a value of one converts to another without a word from the compiler.
 _NUMBER = re.compile(r"^((un)?signed )?(bool|char|short|int|long|long int|long long|long long int|size_t|ssize_t|"
-                     r"ptrdiff_t|u?int(8|16|32|64)_t|u?intptr_t|float|double|unsigned|signed)$")
+                     r"ptrdiff_t|u?int(8|16|32|64)_t|u?intptr_t|float|double|long double|unsigned|signed)$")
 _STD_TYPEDEF = re.compile(r"\bstd::(?=(?:u?int(?:8|16|32|64)_t|size_t|ptrdiff_t|u?intptr_t)\b)")
 _TYPE_NAME = re.compile(r"^[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*$")
 
@@ -93,7 +93,12 @@ def state(entity: Entity, found: Declarations | None, resolve: Resolve | None = 
         return None
     if entity.kind == "members":
         members = found.members.get(entity.key)
-        return None if members is None else (members[:entity.reach], members)
+        if members is None:
+            return None
+        # Every combination of the struct's preprocessor branches: a configuration the lock's
+        # reading cannot choose may be the one that drifted.
+        variants = found.variants.get(entity.key, (members,))
+        return tuple(dict.fromkeys(v[:entity.reach] for v in variants)), members
     if entity.kind == "enumerator":
         enum = found.enumerators.get(entity.key)
         if enum is None:

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
+from patchkit.drift.preprocess import readable
 from patchkit.scopes import cpp_parser
 
 if TYPE_CHECKING:
@@ -47,8 +48,11 @@ class Declarations:
     one in another preprocessor branch is the same entity for another configuration), but a
     macro keeps every definition, in order (`#ifdef _WIN32` … `#else` … are all the patch's)."""
 
-    # struct -> (type, name) of each data member; None: no aggregate (a user-declared constructor)
+    # struct -> (type, name) of each data member; None: no aggregate (a user-declared constructor).
+    # Members in a preprocessor branch: the first branch of each (as a report shows the struct);
+    # `variants` has every combination of branches (drift compares them all).
     members: dict[str, tuple[tuple[str, str], ...] | None]
+    variants: dict[str, tuple[tuple[tuple[str, str], ...], ...]]
     enumerators: dict[str, tuple[str, tuple[str, ...], int | None]]  # name -> (enum, enumerators, value)
     macros: dict[str, tuple[Macro, ...]]  # name -> each definition
     functions: dict[str, tuple[tuple[Parameter, ...], ...]]  # name -> each declaration's parameters
@@ -74,9 +78,6 @@ def _squash(text: str) -> str:
     return re.sub(r"\s*([*&,()\[\]<>])\s*", r"\1", text)
 
 
-_DIRECTIVE = re.compile(rb"^([ \t]*)#([ \t]+)(\w+)", re.M)
-_EXPORT = re.compile(rb"\b[A-Z][A-Z0-9_]*_API\b")  # LLAMA_API, GGML_API, GGML_BACKEND_API: empty or an attribute
-_DEPRECATED = re.compile(rb"\b(?:[A-Z][A-Z0-9]*_)?DEPRECATED\s*\(")
 # A comment is one space (even one across lines, inside a #define); a literal keeps its `//`.
 _COMMENT = re.compile(rb'("(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\')|//[^\n]*|/\*.*?\*/', re.S)
 _DEFINE = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+(\w+)(\([^)]*\))?((?:\\\n|[^\n])*)", re.M)
@@ -84,8 +85,13 @@ _TOKEN = re.compile(r'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'|\w+(?:\.\w+)*|->|\+
                     r'[<>=!+\-*/%&|^]=|&&|\|\||##|::|\.\.\.|\S')
 
 
-def read(source: bytes) -> Declarations:
-    found = Declarations({}, {}, {}, {}, {}, {}, {})
+Outside = Callable[[str], "int | None"]  # a name's value declared outside the file (in what it includes)
+
+
+def read(source: bytes, outside: Outside | None = None) -> Declarations:
+    """SOURCE's declarations; OUTSIDE gives the value of a name an enumerator's value uses that
+    SOURCE does not declare (`LLAMA_ROPE_TYPE_NEOX = GGML_ROPE_TYPE_NEOX`, from ggml.h)."""
+    found = Declarations({}, {}, {}, {}, {}, {}, {}, {})
     uncommented = _COMMENT.sub(lambda m: m.group(1) or b" ", source)
     for m in _DEFINE.finditer(uncommented):  # the preprocessor's own reading: lines, not a parse
         name, params = m.group(1).decode("utf-8", errors="replace"), m.group(2) or b""
@@ -95,7 +101,7 @@ def read(source: bytes) -> Declarations:
         # "" parts a function-like macro's parameters from its body: `F(x)` is not `F (x)`.
         tokens = (*_TOKEN.findall(params_text), "", *_TOKEN.findall(body))
         found.macros[name] = found.macros.get(name, ()) + (Macro(text, tokens),)
-    _walk(cpp_parser().parse(_readable(source)).root_node, found, "")
+    _walk(cpp_parser().parse(readable(source)).root_node, found, "", lambda name: _value(found, name, outside))
     names: dict[str, list[str]] = {}
     for table in (found.members, found.enumerators, found.functions, found.typedefs):
         for key in table:
@@ -104,34 +110,11 @@ def read(source: bytes) -> Declarations:
     return found
 
 
-def _readable(source: bytes) -> bytes:
-    """SOURCE as tree-sitter can read a library header, every byte in its place: `#  define` as
-    `#define`, export macros (`LLAMA_API`) blanked, and `DEPRECATED(decl, "hint")` unwrapped to
-    its declaration; the parse misreads all that whole files long (llama.h: 9 in 10 functions)."""
-    data = bytearray(_DIRECTIVE.sub(lambda m: m.group(1) + b"#" + m.group(3) + m.group(2), source))
-    for m in _EXPORT.finditer(data):
-        data[m.start():m.end()] = b" " * (m.end() - m.start())
-    for m in _DEPRECATED.finditer(bytes(data)):
-        depth, comma, end = 1, None, None
-        for i in range(m.end(), len(data)):
-            c = data[i]
-            depth += (c == ord("(")) - (c == ord(")"))
-            if depth == 1 and c == ord(","):
-                comma = i
-            if depth == 0:
-                end = i
-                break
-        if comma is not None and end is not None:
-            data[m.start():m.end()] = b" " * (m.end() - m.start())
-            data[comma:end + 1] = bytes(b if b == ord("\n") else ord(" ") for b in data[comma:end + 1])
-    return bytes(data)
-
-
 def _qualify(scope: str, name: str) -> str:
     return f"{scope}::{name}" if scope else name
 
 
-def _walk(node: Node, found: Declarations, scope: str) -> None:
+def _walk(node: Node, found: Declarations, scope: str, value: Outside) -> None:
     for child in node.named_children:
         kind = child.type
         if kind in _FUNCTION_HOLDERS:
@@ -142,19 +125,21 @@ def _walk(node: Node, found: Declarations, scope: str) -> None:
         if spec is not None and spec.type in _RECORDS | {"enum_specifier"}:
             alias = _typedef_name(child) if spec is not child else None
             if spec.type == "enum_specifier":
-                _enum(spec, alias, found, scope)
+                _enum(spec, alias, found, scope, value)
             else:
                 inner = _record(spec, alias, found, scope)
                 body = spec.child_by_field_name("body")
                 if body is not None and inner:
-                    _walk(body, found, inner)  # nested types and member functions
+                    _walk(body, found, inner, value)  # nested types and member functions
         if kind in _CONTAINERS:
-            _walk(child, found, scope)
+            _walk(child, found, scope, value)
         elif kind in ("namespace_definition", "linkage_specification"):
             body = child.child_by_field_name("body")
             name = child.child_by_field_name("name") if kind == "namespace_definition" else None
-            if body is not None:
-                _walk(body, found, _qualify(scope, _text(name).replace(" ", "")) if name is not None else scope)
+            if body is not None and body.type != "declaration_list" and kind == "linkage_specification":
+                _walk(child, found, scope, value)  # `extern "C" int f(void);`: one declaration, no braces
+            elif body is not None:
+                _walk(body, found, _qualify(scope, _text(name).replace(" ", "")) if name is not None else scope, value)
 
 
 def _typedef(node: Node, found: Declarations, scope: str) -> None:
@@ -192,29 +177,71 @@ def _record(node: Node, alias: str | None, found: Declarations, scope: str) -> s
     own = _text(name) if name is not None else alias or ""
     if body is None:
         return ""
-    members: list[tuple[str, str]] | None = []
-    for field in body.named_children:
-        if own and _constructor(field, own):
-            members = None  # `T{a, b}` calls a constructor: the members' order is no one's business
-            break
-        if field.type != "field_declaration" or _is_static(field):
-            continue
-        type_node = field.child_by_field_name("type")
-        for declarator in field.children_by_field_name("declarator"):
-            if _has_function_declarator(declarator):
-                continue  # a member function: no member of the aggregate
-            ident = _declared_name(declarator)
-            shape = _squash(_text(declarator).replace(ident, "", 1)) if ident else ""
-            members.append((_squash(f"{_prefix(field, type_node)}{shape}"), ident))
-        if field.child_by_field_name("declarator") is None and type_node is not None \
-                and type_node.type in _RECORDS and type_node.child_by_field_name("body") is not None:
-            members.append((_squash(_text(type_node)), ""))  # an anonymous struct/union member
+    variants = _members(body.named_children, own)
     for key in (_text(name) if name is not None else None, alias):
         if key:
-            found.members.setdefault(_qualify(scope, key), tuple(members) if members is not None else None)
+            found.members.setdefault(_qualify(scope, key), variants[0] if variants is not None else None)
+            if variants is not None:
+                found.variants.setdefault(_qualify(scope, key), tuple(dict.fromkeys(variants)))
     if name is not None and alias:
         found.records.setdefault(_qualify(scope, alias), _qualify(scope, _text(name)))
     return _qualify(scope, own) if own else ""
+
+
+_Members = tuple[tuple[str, str], ...]
+_VARIANTS = 16  # combinations of a struct's preprocessor branches read; more are not told apart
+
+
+def _members(nodes: list[Node], record: str) -> list[_Members] | None:
+    """The data members NODES (a struct body's) declare, one tuple per combination of the
+    preprocessor branches they stand in (the first branches' first); None for a constructor."""
+    variants: list[_Members] = [()]
+    for node in nodes:
+        if record and _constructor(node, record):
+            return None  # `T{a, b}` calls a constructor: the members' order is no one's business
+        if node.type in _BRANCHING:
+            options: list[_Members] = []
+            for branch in _branches(node):
+                inner = _members(branch, record)
+                if inner is None:
+                    return None
+                options += inner
+            variants = [v + o for v in variants for o in dict.fromkeys(options)][:_VARIANTS]
+        elif node.type == "field_declaration" and not _is_static(node):
+            variants = [v + _fields(node) for v in variants]
+    return variants
+
+
+_BRANCHING = frozenset({"preproc_if", "preproc_ifdef"})
+_ALTERNATIVES = frozenset({"preproc_elif", "preproc_elifdef"})
+
+
+def _branches(node: Node) -> list[list[Node]]:
+    """The nodes of each branch of a preprocessor conditional; an empty one when it has no `#else`."""
+    alternative = node.child_by_field_name("alternative")
+    own = [c for c in node.named_children if c != alternative and c != node.child_by_field_name("condition")
+           and c != node.child_by_field_name("name")]
+    if alternative is None:
+        return [own, []]
+    if alternative.type in _ALTERNATIVES:
+        return [own, *_branches(alternative)]
+    return [own, list(alternative.named_children)]
+
+
+def _fields(field: Node) -> _Members:
+    """The (type, name) of each data member FIELD declares: `int a, *b;`, an anonymous union."""
+    out = []
+    type_node = field.child_by_field_name("type")
+    for declarator in field.children_by_field_name("declarator"):
+        if _has_function_declarator(declarator):
+            continue  # a member function: no member of the aggregate
+        ident = _declared_name(declarator)
+        shape = _squash(_text(declarator).replace(ident, "", 1)) if ident else ""
+        out.append((_squash(f"{_prefix(field, type_node)}{shape}"), ident))
+    if field.child_by_field_name("declarator") is None and type_node is not None \
+            and type_node.type in _RECORDS and type_node.child_by_field_name("body") is not None:
+        out.append((_squash(_text(type_node)), ""))  # an anonymous struct/union member
+    return tuple(out)
 
 
 def _constructor(node: Node, record: str) -> bool:
@@ -253,15 +280,21 @@ def _has_function_declarator(node: Node) -> bool:
 
 
 def _declared_name(node: Node | None) -> str:
+    node = _name_node(node)
+    return _text(node) if node is not None else ""
+
+
+def _name_node(node: Node | None) -> Node | None:
+    """The identifier a declarator declares: `p` of `*p`, `(&p)[4]`, `p[N]`."""
     while node is not None and node.type not in _NAMES:
         inner = node.child_by_field_name("declarator")
         if inner is None:
             inner = next((c for c in node.named_children if c.type in _NAMES or "declarator" in c.type), None)
         node = inner
-    return _text(node) if node is not None else ""
+    return node
 
 
-def _enum(node: Node, alias: str | None, found: Declarations, scope: str) -> None:
+def _enum(node: Node, alias: str | None, found: Declarations, scope: str, value: Outside) -> None:
     """Each enumerator by its qualified name: in the enum's scope, an `enum class`'s in its own."""
     body = node.child_by_field_name("body")
     if body is None:
@@ -275,7 +308,8 @@ def _enum(node: Node, alias: str | None, found: Declarations, scope: str) -> Non
     last: int | None = -1
     for entry, ident in zip(entries, names):
         value_node = entry.child_by_field_name("value")
-        last = _evaluate(_text(value_node), values) if value_node is not None else (
+        last = _evaluate(_text(value_node), lambda n: values[n] if n in values else value(n)) \
+            if value_node is not None else (
             None if last is None else last + 1)
         values[ident] = last
     for ident in names:
@@ -285,9 +319,23 @@ def _enum(node: Node, alias: str | None, found: Declarations, scope: str) -> Non
 _INTEGER = re.compile(r"^(0[xX][0-9a-fA-F]+|0[bB][01]+|\d+)[uUlL]*$")
 
 
-def _evaluate(text: str, known: dict[str, int | None]) -> int | None:
-    """An enumerator's value when it is integers, earlier enumerators and C operators; else None
-    (then only its position and text are compared)."""
+def value(found: Declarations, name: str) -> int | None:
+    """NAME's number in FOUND: an enumerator's value, or an object-like macro's that is one."""
+    return _value(found, name, None)
+
+
+def _value(found: Declarations, name: str, outside: Outside | None, depth: int = 0) -> int | None:
+    if name in found.enumerators:
+        return found.enumerators[name][2]
+    macros = found.macros.get(name)
+    if macros and macros[0].tokens[:1] == ("",) and depth < 8:  # the first definition, as `#ifdef X` ... reads
+        return _evaluate("".join(macros[0].tokens[1:]), lambda n: _value(found, n, outside, depth + 1))
+    return outside(name) if outside is not None and not macros else None
+
+
+def _evaluate(text: str, known: Outside) -> int | None:
+    """An enumerator's value when it is integers, names of a value (earlier enumerators, macros)
+    and C operators; else None (then only its position and text are compared)."""
     tokens = re.findall(r"0[xX][0-9a-fA-F]+[uUlL]*|0[bB][01]+[uUlL]*|\d+[uUlL]*|[A-Za-z_]\w*|<<|>>|[-+*/%|&^~()]", text)
     if "".join(tokens) != "".join(text.split()):
         return None
@@ -296,9 +344,10 @@ def _evaluate(text: str, known: dict[str, int | None]) -> int | None:
         if _INTEGER.match(token):
             out.append(str(int(token.rstrip("uUlL"), 0)))
         elif token[0].isalpha() or token[0] == "_":
-            if known.get(token) is None:
+            number = known(token)
+            if number is None:
                 return None
-            out.append(str(known[token]))
+            out.append(str(number))
         else:
             out.append("//" if token == "/" else token)
     try:
@@ -326,16 +375,20 @@ def _function(node: Node, found: Declarations, scope: str) -> None:
         name = _qualify(scope, _text(name_node).replace(" ", ""))
         if any(p.type == "variadic_parameter" or p.text == b"..." for p in params.named_children):
             continue
+        parameters = tuple(_parameter(p) for p in params.named_children if p.type in _PARAMETERS)
+        if parameters == (Parameter("void", "", None),):
+            parameters = ()  # `f(void)`: C's way of saying no parameter
         found.functions.setdefault(name, ())
-        found.functions[name] += (tuple(_parameter(p) for p in params.named_children if p.type in _PARAMETERS),)
+        found.functions[name] += (parameters,)
 
 
 def _parameter(node: Node) -> Parameter:
-    declarator = node.child_by_field_name("declarator")
     default = node.child_by_field_name("default_value")
-    ident = _declared_name(declarator) if declarator is not None else ""
+    ident = _name_node(node.child_by_field_name("declarator"))
     end = default.start_byte if default is not None else node.end_byte
-    written = node.text[: end - node.start_byte].decode("utf-8", errors="replace").rstrip().rstrip("=")
-    if ident and written.rstrip().endswith(ident):
-        written = written.rstrip()[: -len(ident)]
-    return Parameter(_squash(written), ident, _text(default) if default is not None else None)
+    written = node.text[: end - node.start_byte]
+    if ident is not None:  # the type without the name, wherever the declarator has it: `bool (&)[N]`
+        written = written[: ident.start_byte - node.start_byte] + written[ident.end_byte - node.start_byte:]
+    written_text = written.decode("utf-8", errors="replace").rstrip().rstrip("=")
+    return Parameter(_squash(written_text), _text(ident) if ident is not None else "",
+                     _text(default) if default is not None else None)

@@ -1,6 +1,8 @@
 """Semantic drift of a queue between two upstream commits (the lock's and the target's): for each
-good patch, what its added lines rely on, where upstream declares it, and whether that
-declaration changed where the lines feel it; with the commit that changed it.
+patch, what its added lines rely on, where upstream declares it, and whether that declaration
+changed where the lines feel it; with the commit that changed it. A patch that does not apply at
+the target is read as it applies at the lock: its added lines are known, and whoever resolves
+its conflict must also learn what changed under them.
 
 A person who looked at a finding writes `Reviewed-Drift: <entity> <commit>` in the patch: the
 finding is kept in the report as reviewed (not one that needs a person) while the declaration
@@ -10,13 +12,12 @@ reviewed declaration to the new one, naming the later commit.
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 from patchkit import git
-from patchkit.apply import PatchResult
+from patchkit.apply import PatchResult, apply_queue
 from patchkit.culprit import Culprit
 from patchkit.culprit import read as read_culprit
 from patchkit.drift.blame import blame
@@ -24,13 +25,13 @@ from patchkit.drift.compare import Entity, describe, differs, entities, state
 from patchkit.drift.declarations import read as read_declarations
 from patchkit.drift.relies import Reliance, reliances
 from patchkit.drift.tree import Files
+from patchkit.patchfile.diff import HUNK_HEADER, Part, unquote, walk
 from patchkit.patchfile.trailers import split as split_trailers
 from patchkit.queue import Patch
 from patchkit.scopes import is_cpp
 from patchkit.upstream import Mirror
 
 REVIEWED = "Reviewed-Drift"
-_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
 _WHAT = {"members": "initialises {entity} by position; its members",
          "enumerator": "uses {key} of {entity} as a number; the enumerators",
          "macro": "expands {entity}",
@@ -52,21 +53,43 @@ class Drift:
     candidates: int  # first-parent commits between the lock and the target touching declared_in
     reviewed: bool  # the patch's `Reviewed-Drift:` names this entity and commit: silenced
     detail: str  # one line for humans
+    patched_at: str | None = None  # the lock's commit its lines were read at: the patch does not apply at the target
 
 
 def find_drift(mirror: Mirror, patches: Sequence[Patch], results: Sequence[PatchResult], before: str,
                after: str, progress: Callable[[str], None] | None = None) -> tuple[Drift, ...]:
-    """The drift of each good PATCHES (RESULTS: at AFTER, one per patch, its commit in the mirror)
+    """The drift of each of PATCHES (RESULTS: at AFTER, one per patch, its commit in the mirror)
     from BEFORE (the lock's commit) to AFTER (the target); the caller holds the mirror's lock."""
-    found: list[Drift] = []
+    found: dict[str, list[Drift]] = {}
     with mirror.reader() as reader:
         files = Files(mirror.path, reader)
         for patch, result in zip(patches, results):
             if result.good and result.commit:
                 if progress:
                     progress(f"drift {patch.name}")
-                found += _patch_drift(files, mirror, patch, result.commit, before, after)
-    return tuple(found)
+                found[patch.name] = _patch_drift(files, mirror, patch, result.commit, before, after)
+    if len(found) < len(patches):
+        found.update(_patched_at_lock(mirror, patches, set(found), before, after, progress))
+    return tuple(d for patch in patches for d in found.get(patch.name, ()))
+
+
+def _patched_at_lock(mirror: Mirror, patches: Sequence[Patch], done: set[str], before: str, after: str,
+                     progress: Callable[[str], None] | None) -> dict[str, list[Drift]]:
+    """The drift of PATCHES not in DONE (they do not apply at AFTER), read as the queue applies
+    at BEFORE; what their lines rely on is still looked up at AFTER, with AFTER's includes."""
+    found: dict[str, list[Drift]] = {}
+    with apply_queue(mirror, mirror.resolve(before, fetch=False), patches) as at_lock, \
+            git.ObjectReader(at_lock.repo) as reader:
+        files = Files(at_lock.repo, reader)  # the scratch repository borrows the mirror's objects
+        for patch, result in zip(patches, at_lock.patches):
+            if patch.name in done or not (result.good and result.commit):
+                continue
+            if progress:
+                progress(f"drift {patch.name} (as applied at the lock)")
+            found[patch.name] = [replace(d, patched_at=before, detail=f"as applied at the lock (it does not apply "
+                                         f"at the target): {d.detail}")
+                                 for d in _patch_drift(files, mirror, patch, result.commit, before, after)]
+    return found
 
 
 def _patch_drift(files: Files, mirror: Mirror, patch: Patch, commit: str, before: str,
@@ -99,14 +122,17 @@ def _added_lines(files: Files, commit: str) -> dict[str, list[int]]:
     diff = git.run(["diff-tree", "-p", "-U0", "--no-renames", "--no-color", "-r", f"{commit}^", commit],
                    cwd=files.repo)
     added: dict[str, list[int]] = {}
-    path = None
-    for line in diff.splitlines():
-        if line.startswith("+++ "):
-            name = line[4:]
+    path, row = None, 0
+    for line in walk(diff.splitlines()):
+        if line.part is Part.OUTSIDE and line.text.startswith("+++ "):
+            name = unquote(line.text[4:])
             path = name[2:] if name.startswith("b/") and is_cpp(name) else None
-        elif path is not None and (m := _HUNK.match(line)):
-            start, count = int(m.group(1)), int(m.group(2) if m.group(2) is not None else 1)
-            added.setdefault(path, []).extend(range(start, start + count))
+        elif line.part is Part.HEADER:
+            row = int(HUNK_HEADER.match(line.text)[3])
+        elif line.part in (Part.ADDED, Part.CONTEXT):
+            if path is not None and line.part is Part.ADDED:
+                added.setdefault(path, []).append(row)
+            row += 1
     return {p: sorted(lines) for p, lines in added.items() if lines}
 
 

@@ -20,7 +20,7 @@ from typing import Iterable, Iterator, Mapping
 
 from patchkit import git
 from patchkit.drift.compare import Entity, entities
-from patchkit.drift.declarations import Declarations, read
+from patchkit.drift.declarations import Declarations, read, value
 from patchkit.drift.relies import Reliance
 from patchkit.scopes import is_cpp
 
@@ -54,6 +54,9 @@ class Files:
         self.repo = repo
         self.reader = reader
         self._parsed: dict[bytes, Declarations] = {}
+        # Those whose enumerators take a value from an included file: read with the commit's includes.
+        self._in_context: dict[tuple[str, str], Declarations] = {}
+        self._reading: set[tuple[str, str]] = set()  # an include cycle reads no file twice
         self._paths: dict[str, tuple[frozenset[str], dict[str, list[str]]]] = {}  # commit -> paths, by name
         self._typedefs: dict[tuple[str, str, str], str | None] = {}
 
@@ -67,9 +70,36 @@ class Files:
         if data is None or mentions is not None and not mentions.search(data):
             return None
         key = hashlib.sha1(data).digest()
+        if (commit, path) in self._in_context:
+            return self._in_context[(commit, path)]
         if key not in self._parsed:
-            self._parsed[key] = read(data)
+            used_outside = []
+
+            def outside(name: str) -> int | None:
+                used_outside.append(name)
+                return self.included_value(commit, path, data, name)
+
+            self._reading.add((commit, path))
+            try:
+                found = read(data, outside)
+            finally:
+                self._reading.discard((commit, path))
+            if used_outside:
+                self._in_context[(commit, path)] = found
+                return found
+            self._parsed[key] = found
         return self._parsed[key]
+
+    def included_value(self, commit: str, path: str, data: bytes, name: str) -> int | None:
+        """NAME's number as the files PATH (DATA at COMMIT) includes declare it, nearest first."""
+        for included in self.candidates(commit, [(path, data)]):
+            if included == path or (commit, included) in self._reading:
+                continue
+            declared = self.declarations(commit, included)
+            number = value(declared, name) if declared is not None else None
+            if number is not None:
+                return number
+        return None
 
     def locate(self, commit: str, sources: Mapping[str, bytes], wanted: Mapping[tuple, Reliance]
                ) -> dict[tuple, tuple[list[Entity], str]]:

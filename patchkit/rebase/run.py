@@ -23,6 +23,7 @@ from typing import Callable, Mapping
 from patchkit import git, refs, testpoint
 from patchkit.apply import HunkVerdict, PatchResult, Verdict, apply_queue
 from patchkit.checks import CheckReport
+from patchkit.drift import Drift
 from patchkit.errors import PatchkitError
 from patchkit.fileio import atomic_write
 from patchkit.hooks import Hooks, collect_warnings
@@ -31,7 +32,7 @@ from patchkit.nightly.night import NightlyOptions, NightlyReport, run_nightly, w
 from patchkit.nightly.refresh import Change, Refreshed, refresh_queue
 from patchkit.output import check_out, check_output, overwritten_files
 from patchkit.patchfile.series import read_text, write_series
-from patchkit.pipeline import applied_at, resolve
+from patchkit.pipeline import applied_at, drift_since_lock, resolve
 from patchkit.project import Project
 from patchkit.queue import Patch, Queue, read_patch
 from patchkit.rebase import state as rebase_state
@@ -71,6 +72,9 @@ class Stop:
     checks: CheckReport | None = None  # checks-failed: the patch's own rules at the target
     finding: Finding | None = None  # the upstream commit that did it, as the nightly names it
     next: str = ""  # what to run next
+    # What its lines rely on that upstream changed since the lock (as applied at the lock when it
+    # does not apply): whoever fixes the conflict must also learn of it.
+    drift: tuple[Drift, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -268,6 +272,8 @@ def _advance(project: Project, state: RebaseState, hooks: Hooks, warn: Callable[
                                cwd=applied.repo) if result.commit else ""
             applied.record(result_ref)
             git.run(["update-ref", result_ref, prefix], cwd=mirror.path)
+            drift = drift_since_lock(mirror, queue.patches[:k + 1], applied.patches[:k + 1], revision.commit,
+                                     hooks.progress)
             renames = dict(applied.renames)
             checks = CheckReport(report.checks.target, tuple(r for r in report.checks.rules
                                                              if r.source == str(patch.checks_path))) \
@@ -290,7 +296,8 @@ def _advance(project: Project, state: RebaseState, hooks: Hooks, warn: Callable[
     stop = Stop(patch.name, patch.subject, kind, result.detail, result.hunks,
                 partial.markers if partial else (), partial.rejected if partial else (),
                 partial.reject_file if partial else None, checks, finding,
-                _next_command(kind, patch, checkout, finding, partial))
+                _next_command(kind, patch, checkout, finding, partial),
+                tuple(d for d in drift if d.patch == patch.name))
     return stop, rest, prefix, files
 
 

@@ -16,6 +16,14 @@ def finding_line(f) -> str:
     return f"{f.patch}: {f.kind} by {c.commit[:12]} {c.subject}, {c.author}, {c.date} <{where}>: {f.detail}"
 
 
+def finding_lines(report) -> dict[str, str]:
+    """Each patch's findings, one line each: a conflict and the drift under it are both its."""
+    lines: dict[str, list[str]] = {}
+    for f in report.findings:
+        lines.setdefault(f.patch, []).append(finding_line(f))
+    return {patch: "\n\n".join(found) for patch, found in lines.items()}
+
+
 def rebase_command(report) -> str | None:
     """The one command that walks a bad night's patches to a fix, where a patch needs a person."""
     a = report.apply
@@ -94,13 +102,16 @@ def _culprit_md(f) -> str:
 
 def to_junit(report) -> str:
     """One testcase per patch; a failing one carries its finding."""
-    findings = {f.patch: f for f in report.findings}
+    first = {}
+    for f in report.findings:
+        first.setdefault(f.patch, f)
+    lines = finding_lines(report)
     cases = []
     for case in render_apply.junit_cases(report.apply):
-        f = findings.get(case.name)
+        f = first.get(case.name)
         if f is not None:
             case = JUnitCase(case.classname, case.name, case.failure or f"{f.kind}: {f.detail}",
-                             f"{finding_line(f)}\n{case.details}".strip())
+                             f"{lines[case.name]}\n{case.details}".strip())
         cases.append(case)
     if report.fuzzed:
         cases = [JUnitCase(c.classname, c.name, c.failure or "fuzzed: refresh it", c.details)

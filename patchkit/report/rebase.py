@@ -47,6 +47,8 @@ def render_terminal(report, console) -> None:
             render_checks(stop.checks, console)
         if stop.finding is not None:
             console.print(f"  {finding_line(stop.finding)}", markup=False)
+        for d in stop.drift:
+            console.print(f"  {render_apply.drift_line(d)}", markup=False)
         for m in stop.markers:
             console.print(f"  conflict markers: {report.output / m.file}:{m.line} (hunk {m.hunk})", markup=False)
         if stop.reject_file is not None:

@@ -4,30 +4,15 @@ GitHub issue; a patch `rebase --skip` disabled is said to need attention."""
 from __future__ import annotations
 
 import json
-import re
-
-from werkzeug import Response
 
 from conftest import apply, assert_matches_schema, run_cli
 from patchkit import git
 
 
-def test_a_bad_night_gives_the_rebase_command_everywhere(project, upstream, tmp_path, httpserver):
+def test_a_bad_night_gives_the_rebase_command_everywhere(project, upstream, tmp_path, github_issues):
     apply(project, "b1000", update_lock=True)
     commit = git.run(["rev-parse", "scenario/conflict"], cwd=upstream.path)
-    posted = []
-
-    def github(request):  # no issues open, a label that exists; the new issue's body kept
-        if request.method == "POST":
-            posted.append(request.get_json())
-            return Response(json.dumps({"number": 1, "html_url": "https://github.invalid/1"}), 201,
-                            content_type="application/json")
-        return Response("[]" if request.path.endswith("/issues") else '{"name": "patchkit"}', 200,
-                        content_type="application/json")
-
-    httpserver.expect_request(re.compile(".*")).respond_with_handler(github)
-    env = {"GITHUB_REPOSITORY": "fork/llama.cpp", "GITHUB_TOKEN": "t",
-           "GITHUB_API_URL": httpserver.url_for("").rstrip("/")}
+    env, posted = github_issues
     proc = run_cli("nightly", "upstream@scenario/conflict", "--github-issues", "--report-dir", str(tmp_path / "r"),
                    cwd=project.root, env=env)
     assert proc.returncode == 1, proc.stderr
