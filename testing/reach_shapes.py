@@ -89,8 +89,9 @@ def _sub_first(text: str, old: str, new: str) -> str:
 
 # --- the shapes ----------------------------------------------------------------------------------
 
-def _renamed_section() -> Shape:
-    path = "ggml/src/ggml-metal/ggml-metal-device.cpp"
+def _renamed_section(merge: bool = False) -> Shape:
+    """MERGE: upstream also edits a line of the hunk's context (not next to the change)."""
+    path = f"ggml/src/ggml-metal/ggml-metal-device{'-merge' if merge else ''}.cpp"
     head = [f"// {path}: the reach shapes' Metal device (written for the benchmark)",
             '#include "ggml-metal-device.h"', ""]
     body = ["const char * src = ggml_metal_embedded_source();", "NSError * error = nil;",
@@ -103,15 +104,19 @@ def _renamed_section() -> Shape:
     base = _text(head, _filler("mdev", 3), _fn("static void ggml_metal_device_load_library(ggml_metal_device_t dev)",
                                                 body), _filler("mlib", 3))
     # upstream renames it (a new signature, a value to return) and later adds helpers above it
-    renamed = _sub(_sub(_sub(base, "static void ggml_metal_device_load_library(ggml_metal_device_t dev) {",
-                             "ggml_metal_library_t ggml_metal_library_init(ggml_metal_device_t dev) {"),
-                        "        return;\n", "        return NULL;\n"),
-                   '__func__);\n}\n', '__func__);\n    return dev->library;\n}\n')
+    renamed = _sub(_sub(base, "static void ggml_metal_device_load_library(ggml_metal_device_t dev) {",
+                        "ggml_metal_library_t ggml_metal_library_init(ggml_metal_device_t dev) {"),
+                   "        return;\n", "        return NULL;\n")
+    if merge:
+        renamed = _sub(renamed, '__func__);\n}\n', '__func__);\n    return dev->library;\n}\n')
     moved = _sub(renamed, head[1] + "\n", head[1] + "\n" + _text(_filler("mdevnew", 2)))
     change = ("    dev->use_residency_sets = true;\n",
               '    dev->use_residency_sets = getenv("GGML_METAL_NO_RESIDENCY") == NULL;\n')
-    return Shape("renamed-section", "a unique match under a function renamed upstream (needs the 3-way merge)",
-                 path, base, (renamed, moved), _sub(base, *change), _sub(moved, *change))
+    if merge:
+        return Shape("renamed-section-merge", "a clean 3-way merge under a function renamed upstream",
+                     path, base, (renamed, moved), _sub(base, *change), _sub(moved, *change))
+    return Shape("renamed-section", "a unique match under a function renamed upstream", path, base, (renamed, moved),
+                 _sub(base, *change), _sub(moved, *change))
 
 
 def _changed_signature() -> Shape:
@@ -393,6 +398,24 @@ def _twins_merge() -> Shape:
                  "base's merge tells apart", path, base, (twin, twin), _sub(base, *change), _sub_first(twin, *change))
 
 
+def _twins_same_function() -> Shape:
+    path = "src/llama-graph-ffn.cpp"
+    head = [f"// {path}: the reach shapes' feed-forward (written for the benchmark)", '#include "llama-graph.h"', ""]
+    block = ["cur = ggml_mul_mat(ctx0, up, cur);", 'cb(cur, "ffn_up", il);', "cur = ggml_silu(ctx0, cur);",
+             'cb(cur, "ffn_silu", il);', "cur = ggml_mul_mat(ctx0, down, cur);", 'cb(cur, "ffn_down", il);']
+    sig = "ggml_tensor * llm_graph_context::build_ffn(ggml_tensor * cur, ggml_tensor * up, ggml_tensor * down, int il) const"
+    base = _text(head, _filler("ffn", 2), _fn(sig, ["GGML_ASSERT(up && down);", *block, "return cur;"]), _filler("ffnb", 2))
+    # upstream adds a branch below the block with a copy of it, in the same function
+    copy = ["if (hparams.use_par_ffn) {", *(f"    {b}" for b in block), "}"]
+    twin = _sub(base, '    cb(cur, "ffn_down", il);\n    return cur;\n',
+                _text(f'    cb(cur, "ffn_down", il);', *(f"    {c}" for c in copy), "    return cur;"))
+    twin = _sub(twin, head[1] + "\n", head[1] + "\n" + _text(_filler("ffnnew", 1)))
+    change = ("    cur = ggml_silu(ctx0, cur);\n", "    cur = ggml_gelu(ctx0, cur);\n")
+    return Shape("twins-same-function", "twins in one function (upstream copied the block into a branch below "
+                 "it, and added a helper above) that the exact base's merge tells apart", path, base, (twin, twin), _sub(base, *change),
+                 _sub_first(twin, *change))
+
+
 def _objc_section() -> Shape:
     path = "ggml/src/ggml-metal/ggml-metal-queue.m"
     base = _text(f"// {path}: the reach shapes' command queue (written for the benchmark)", '#import "ggml-metal-queue.h"', "",
@@ -441,9 +464,9 @@ def _adopted() -> Shape:
 
 
 SHAPES: tuple[Callable[[], Shape], ...] = (
-    _renamed_section, _changed_signature, _invented_section, _section_still_stands, _section_deleted,
+    _renamed_section, lambda: _renamed_section(merge=True), _changed_signature, _invented_section, _section_still_stands, _section_deleted,
     _metal_instantiations, _header_declarations, _python_def_over_if, _class_private, _fuzz_neighbours, _fuzz_far,
-    _short_hunk, _twins_merge, _objc_section, _adopted)
+    _short_hunk, _twins_merge, _twins_same_function, _objc_section, _adopted)
 
 
 # --- the upstream and the queue --------------------------------------------------------------------
