@@ -61,6 +61,8 @@ def main() -> None:
     parser.add_argument("--strip", type=int, default=1)
     args = parser.parse_args()
     upstream, queue = args.upstream.resolve(), args.queue.resolve()
+    # one commit id: a name like HEAD would mean another commit inside the worktrees the tools change
+    ref = git(["rev-parse", "--verify", f"{args.ref}^{{commit}}"], upstream).stdout.strip()
     if args.split:
         split(args.split, args.strip, queue)
     paths = [queue / line.split()[0] for line in (queue / "series").read_text().splitlines()
@@ -69,22 +71,22 @@ def main() -> None:
         root = Path(tmp)
         fork = fork_for(root, upstream, queue, "real")
         scratch = root / "scratch"
-        git(["worktree", "add", "--quiet", "--detach", str(scratch), args.ref], upstream)
-        results = {"patchkit": run_patchkit(fork, [p.name for p in paths], args.ref, root / "pk"),
-                   "git am -3": am_each(upstream, paths, args.ref, root / "am"),
+        git(["worktree", "add", "--quiet", "--detach", str(scratch), ref], upstream)
+        results = {"patchkit": run_patchkit(fork, [p.name for p in paths], ref, root / "pk"),
+                   "git am -3": am_each(upstream, paths, ref, root / "am"),
                    "patch -F0": gnu_patch(scratch, paths, 0), "patch -F2": gnu_patch(scratch, paths, 2)}
         git(["worktree", "remove", "--force", str(scratch)], upstream)
-    print(f"{len(paths)} patches on {args.ref}: placed per tool")
+    print(f"{len(paths)} patches on {args.ref} ({ref[:12]}): placed per tool")
     for tool, placed in results.items():
         print(f"  {tool:10s} {sum(p.changed is not None for p in placed.values())}/{len(paths)}")
-    print("per patch (a placement that differs from git am -3's is marked !=am):")
+    print("per patch (a placement that differs from git am -3's is marked !=am; patchkit's reason where another tool placed it):")
     for p in paths:
         am = results["git am -3"][p.name].changed
         cells = [f"{tool}: {'placed' if r[p.name].changed is not None else 'refused'}"
                  + (" !=am" if r[p.name].changed not in (None, am) and am is not None else "")
                  for tool, r in results.items()]
         print(f"  {p.name}: " + ", ".join(cells))
-        if results["patchkit"][p.name].changed is None and am is not None:
+        if results["patchkit"][p.name].changed is None and any(r[p.name].changed is not None for r in results.values()):
             print("      patchkit: " + results["patchkit"][p.name].reason.replace("\n", "\n      "))
 
 
