@@ -99,7 +99,7 @@ def build(tree: Path, root: Path, n: int) -> tuple[Path, Path, int]:
                 else:  # the hunk's lines copied to the end of the file: a twin
                     lines += lines[at - 3:at + 4]
                 (repo / path).write_text("\n".join(lines), errors="surrogateescape")
-        git(["commit", "--quiet", "-am", f"upstream change {c + 1}"], repo)
+        git(["commit", "--quiet", "--allow-empty", "-am", f"upstream change {c + 1}"], repo)
     git(["tag", FAR], repo)
     return repo, queue, refused
 
