@@ -8,7 +8,8 @@ far upstream is 20 commits on top: every patched file and every fifth other sour
 block of lines near its top (offsets), and of each eight patches five have the first line they
 change rewritten (a conflict for every tool), one a line of its context edited (a clean 3-way
 merge), one its first hunk's lines copied to the end of the file (a twin). Each timed run starts in a fresh directory with a warm mirror; the two tools alternate
-which goes first. Prints the medians and patchkit's ratio to git.
+which goes first. Prints the medians, patchkit's ratio to git and the median of each run's own
+ratio (steadier on a shared machine).
 
 Usage: python benchmarks/refused_bench.py [TREE] [--patches N] [--runs N]
 """
@@ -156,7 +157,8 @@ def main() -> None:
         pk, am = statistics.median(times["patchkit"]), statistics.median(times["git"])
         print(f"  patchkit apply                  {pk:6.2f} s  ({len(paths) - good} refused)")
         print(f"  git worktree add + git am -3    {am:6.2f} s  ({refused_am} refused, each skipped)")
-        print(f"  ratio {pk / am:.2f}x  (runs: patchkit {', '.join(f'{t:.1f}' for t in times['patchkit'])}; "
+        paired = statistics.median(p / g for p, g in zip(times["patchkit"], times["git"]))
+        print(f"  ratio {pk / am:.2f}x, median of the runs' own ratios {paired:.2f}x  (runs: patchkit {', '.join(f'{t:.1f}' for t in times['patchkit'])}; "
               f"git {', '.join(f'{t:.1f}' for t in times['git'])})")
 
 
