@@ -321,7 +321,7 @@ git config user.email "41898282+github-actions[bot]@users.noreply.github.com"
 git switch -C "$BRANCH"
 git add -A -- patches patchkit.lock
 git commit -q -m "patchkit nightly: refresh the queue and the lock"
-auth="$(printf 'x-access-token:%s' "$GITHUB_TOKEN" | base64 | tr -d '\n')"
+auth="$(printf 'x-access-token:%s' "$GITHUB_TOKEN" | base64 -w0)"
 echo "::add-mask::$auth"
 GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0="http.$GITHUB_SERVER_URL/.extraheader" \\
   GIT_CONFIG_VALUE_0="AUTHORIZATION: basic $auth" \\

@@ -65,11 +65,12 @@ def github_command(
     labels = _runs_on(runs_on)
     environments = ci_environments({r.name: r for r in recipes}, labels)
     cache = _runner_cache(project, [name for name, ci in environments.items() if ci.container])
+    target = cwd_path(output) if output else project.root / DEFAULT_WORKFLOW
+    check(target, Target.FILE, Places.of(project))  # before the wheel is packed
     install = resolve(patchkit)
     text = nightly_workflow(environments, self_hosted=frozenset(labels), smoke=smoke, cron=cron, python=python,
                             branch=branch, cache=cache, install=install)
     backends = list(environments)
-    target = cwd_path(output) if output else project.root / DEFAULT_WORKFLOW
     # The workflow, and the wheel it installs (in the fork, where the jobs check it out).
     files = {target: text.encode(), **{project.root / path: data for path, data in install.files.items()}}
     for path in files:  # a folder, an unwritable place, the queue: before anything
