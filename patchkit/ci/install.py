@@ -65,11 +65,12 @@ class Install:
         return {} if self.requirement is None else {"PATCHKIT": self.requirement}
 
 
-def resolve(requirement: str | None) -> Install:
-    """The Install for REQUIREMENT (--patchkit) or, without one, for this installed patchkit."""
+def resolve(requirement: str | None, dist: metadata.Distribution | None = None) -> Install:
+    """The Install for REQUIREMENT (--patchkit) or, without one, for DIST (default: this installed
+    patchkit)."""
     if requirement is not None:
         return Install("requirement", _checked(requirement), {})
-    dist = _distribution()
+    dist = dist or _distribution()
     direct = _direct_url(dist)
     if direct.get("dir_info", {}).get("editable"):
         raise PatchkitError(f"this patchkit is an editable install ({direct.get('url', '?')}), which the "
