@@ -16,6 +16,7 @@ from patchkit.backends.result import Artifact, BuildReport, BuildResult, Status,
 from patchkit.backends.version import build_info
 from patchkit.errors import PatchkitError
 from patchkit.project import Project
+from patchkit.untrusted import environment
 
 CLI_SOURCE = "-D on the command line"
 PATCHKIT_SOURCE = "patchkit"
@@ -159,7 +160,8 @@ class _Build:
         self.tools, self.tree, self.recipe, self.build = tools, tree, recipe, build
         self.defines, self.progress = defines, progress
         self.log_path = build / "build.log"
-        self.env = {**os.environ, **recipe.environment, "NINJA_STATUS": NINJA_STATUS}
+        # Upstream's CMake files and the compilers run here: without the runner's command files and tokens.
+        self.env = {**environment(os.environ), **recipe.environment, "NINJA_STATUS": NINJA_STATUS}
         self.seconds = {"configure": 0.0, "build": 0.0}
         self.current = "configure"
 

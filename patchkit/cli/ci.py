@@ -154,16 +154,25 @@ def summary_command(
     from patchkit.project import Project
     from patchkit.report import summary as render
     from patchkit.report import to_json
-    from patchkit.report.nightly import finding_line
+    from patchkit.report.nightly import finding_md
 
-    places = check_reports(Project.find_optional())
+    from patchkit.backends.recipe import default_recipes_dir, load_recipes
+    from patchkit.ci import builds
+
+    project = Project.find_optional()
+    places = check_reports(project)
     where = Destinations.check(cwd_path(report_dir), github_issues, places)
-    summary = gather(cwd_path(reports), list(dict.fromkeys(backend)), smoke)
+    # What the fork says (its recipes, its record beside the lock): not the artifacts, which
+    # upstream's code could have written.
+    recipes = load_recipes(default_recipes_dir(project))
+    environments = {name: builds.environment_id(recipes[name]) for name in backend if name in recipes}
+    record = builds.read(project.root) if project else {}
+    summary = gather(cwd_path(reports), list(dict.fromkeys(backend)), smoke, environments, record)
     rendered = Rendered(json=to_json("summary", summary), markdown=render.to_markdown(summary),
-                        findings={f.patch: finding_line(f) for f in summary.findings},
+                        findings={f.patch: finding_md(f) for f in summary.findings},
                         backend_issues={b.name: render.backend_issue(b, summary) for b in summary.backends})
     with progress_display("ci summary") as progress:
-        publish(summary, rendered, where, warn, progress)
+        publish(summary, rendered, where, warn, progress, record)
     render.render_terminal(summary, console())
     raise typer.Exit(summary.exit_code)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from patchkit.nightly.refresh import Change
 from patchkit.report import JUnitCase, junit_xml, md_table
 from patchkit.report import apply as render_apply
+from patchkit.untrusted import md_code, md_text
 
 
 def finding_line(f) -> str:
@@ -14,6 +15,15 @@ def finding_line(f) -> str:
     c = f.culprit
     where = c.pull_url or c.url or c.commit
     return f"{f.patch}: {f.kind} by {c.commit[:12]} {c.subject}, {c.author}, {c.date} <{where}>: {f.detail}"
+
+
+def finding_md(f) -> str:
+    """finding_line in Markdown, for an issue: upstream's subject and author as text."""
+    if f.culprit is None:
+        return f"{md_code(f.patch)}: {f.kind}: {md_text(f.detail)}"
+    c = f.culprit
+    return (f"{md_code(f.patch)}: {f.kind} by {render_apply.commit_md(c)}, {md_text(c.author)}, {c.date}: "
+            f"{md_text(f.detail, c.pulls)}")
 
 
 def rebase_command(report) -> str | None:
@@ -68,7 +78,7 @@ def to_markdown(report) -> str:
     if rebase_command(report):
         parts.append(f"To fix it: `{rebase_command(report)}`, edit, `patchkit rebase --continue`.\n\n")
     if report.findings:
-        rows = [[f"`{f.patch}`", f.kind, _culprit_md(f), f"{f.probes}/{f.bound}", f.detail]
+        rows = [[f"`{f.patch}`", f.kind, _culprit_md(f), f"{f.probes}/{f.bound}", md_text(f.detail)]
                 for f in report.findings]
         parts += ["## What upstream did to the queue\n\n",
                   md_table(["patch", "finding", "upstream commit", "probes", "detail"], rows), "\n"]
@@ -76,7 +86,7 @@ def to_markdown(report) -> str:
                   if f.applied_upstream]
     if report.build_blame:
         parts += ["## Failed builds\n\n", md_table(["backend", "whose fault", "why"],
-                                                    [[b.backend, b.fault, b.detail] for b in report.build_blame]), "\n"]
+                                                    [[b.backend, b.fault, md_text(b.detail)] for b in report.build_blame]), "\n"]
     if report.refreshed:
         parts += ["## Refresh\n\n", md_table(["patch", "change"], [[f"`{r.name}`", r.change.value] for r in report.refreshed])]
         parts += [f"\n### {r.name}\n\n```diff\n{r.content_diff.rstrip()}\n```\n" for r in report.refreshed
@@ -89,7 +99,7 @@ def to_markdown(report) -> str:
 
 def _culprit_md(f) -> str:
     c = f.culprit
-    return "-" if c is None else f"{render_apply.commit_md(c)}, {c.author}, {c.date}"
+    return "-" if c is None else f"{render_apply.commit_md(c)}, {md_text(c.author)}, {c.date}"
 
 
 def to_junit(report) -> str:
