@@ -118,7 +118,8 @@ def run_builds(
         else:
             try:
                 result = _Build(tools, tree, recipe, build_dir / recipe.name,
-                                _defines(recipe, extra, cli), progress
+                                _defines(recipe, {**extra, **cmake.architecture_defines({**os.environ, **recipe.environment})},
+                                         cli), progress
                                 ).run(tuple(targets) or recipe.targets, jobs)
             except _Interrupted as stop:
                 results.append(stop.result)

@@ -177,7 +177,8 @@ def nightly_workflow(backends: Mapping[str, CiEnvironment], *, self_hosted: froz
             # workflows (verify): PATCHKIT_TOKEN where the repository has one.
             {"name": "Push the refreshed patches and the lock", "id": "push",
              "if": "!cancelled() && steps.summary.outputs.refresh == 'true'",
-             "env": {"GITHUB_TOKEN": TOKEN, "BRANCH": branch, "NIGHT": f"{REPORTS}/{NIGHTLY_ARTIFACT}"},
+             "env": {"GITHUB_TOKEN": TOKEN, "BRANCH": branch, "NIGHT": f"{REPORTS}/{NIGHTLY_ARTIFACT}",
+                     "SUMMARY": SUMMARY_DIR},
              "run": _PUSH},
             {"name": "Open or update the pull request", "if": "!cancelled() && steps.push.outputs.ref != ''",
              "env": {"GITHUB_TOKEN": TOKEN, "BRANCH": branch},
@@ -264,7 +265,8 @@ def _build_job(name: str, ci: CiEnvironment, *, smoke: bool, self_hosted: bool, 
     return {"name": f"Build {name}", "needs": "nightly", "runs-on": labels[0] if len(labels) == 1 else labels,
             **({"container": container} if container else {}),
             "permissions": {"contents": "read"},
-            "env": {"BACKEND": name, "REPORTS": BUILD_REPORT_DIR, "CCACHE_MAXSIZE": CCACHE_MAXSIZE, **ci.environment},
+            "env": {"BACKEND": name, "REPORTS": BUILD_REPORT_DIR, "CCACHE_MAXSIZE": CCACHE_MAXSIZE,
+                    **(ci.gpu_environment if self_hosted and ci.gpu_environment else ci.environment)},
             "steps": [ccache_dir, cache_home, *steps]}
 
 
@@ -312,14 +314,15 @@ python -c 'import json, sys; print("commit=" + json.load(open(sys.argv[1]))["app
 _PUSH = """\
 if [ -d "$NIGHT/patches" ]; then cp -R "$NIGHT/patches/." patches/; fi
 if [ -f "$NIGHT/patchkit.lock" ]; then cp "$NIGHT/patchkit.lock" patchkit.lock; fi
-if [ -z "$(git status --porcelain -- patches patchkit.lock)" ]; then
+if [ -f "$SUMMARY/patchkit.builds.json" ]; then cp "$SUMMARY/patchkit.builds.json" patchkit.builds.json; fi
+if [ -z "$(git status --porcelain -- patches patchkit.lock patchkit.builds.json)" ]; then
   echo "nothing refreshed: no pull request"
   exit 0
 fi
 git config user.name "github-actions[bot]"
 git config user.email "41898282+github-actions[bot]@users.noreply.github.com"
 git switch -C "$BRANCH"
-git add -A -- patches patchkit.lock
+git add -A -- patches patchkit.lock patchkit.builds.json
 git commit -q -m "patchkit nightly: refresh the queue and the lock"
 auth="$(printf 'x-access-token:%s' "$GITHUB_TOKEN" | base64 -w0)"
 echo "::add-mask::$auth"

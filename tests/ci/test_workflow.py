@@ -124,11 +124,12 @@ def test_generated_workflow_passes_actionlint_and_has_the_structure(tmp_path):
     assert gather["env"] == {"GITHUB_TOKEN": TOKEN}
     push = steps["Push the refreshed patches and the lock"]
     assert push["if"] == "!cancelled() && steps.summary.outputs.refresh == 'true'"
-    assert push["env"] == {"GITHUB_TOKEN": TOKEN, "BRANCH": "patchkit/refresh", "NIGHT": "reports/patchkit-nightly"}
+    assert push["env"] == {"GITHUB_TOKEN": TOKEN, "BRANCH": "patchkit/refresh", "NIGHT": "reports/patchkit-nightly",
+                           "SUMMARY": ".patchkit/summary"}
     # The URL is the server's (GitHub Enterprise too); the token in git's environment, not in .git/config.
     assert 'git push --force "$GITHUB_SERVER_URL/$GITHUB_REPOSITORY.git" "HEAD:refs/heads/$BRANCH"' in push["run"]
     assert 'GIT_CONFIG_KEY_0="http.$GITHUB_SERVER_URL/.extraheader"' in push["run"]
-    assert "git add -A -- patches patchkit.lock" in push["run"]
+    assert "git add -A -- patches patchkit.lock patchkit.builds.json" in push["run"]
     # The cache is neither uploaded nor in a folder uploaded, nor pushed.
     uploads = [step["with"]["path"] for job in jobs.values() for step in job["steps"]
                if step.get("uses", "").startswith("actions/upload-artifact@")]

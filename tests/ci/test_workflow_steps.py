@@ -35,6 +35,7 @@ What GitHub Actions would provide is substituted, and nothing else:
 from __future__ import annotations
 
 import fnmatch
+import json
 import os
 import re
 import shutil
@@ -287,6 +288,9 @@ def test_the_nightly_cpu_and_summary_jobs_run_as_written(tmp_path, fake, as_inst
     # The refresh went to the remote, on its branch, with the lock at tonight's commit.
     lock = git("show", "patchkit/refresh:patchkit.lock", cwd=remote)
     assert upstream_commit in lock
+    # The record of what built where goes with it: cpu built tonight at this commit.
+    record = json.loads(git("show", "patchkit/refresh:patchkit.builds.json", cwd=remote))
+    assert record["backends"]["cpu"]["commit"] == upstream_commit
     assert git("rev-parse", "patchkit/refresh~1", cwd=remote) == git("rev-parse", "main", cwd=remote)
     # The push carried the token in git's environment for that command: nothing of it stays on disk.
     for config in (tmp_path / "machines").glob("*/**/.git/config"):
