@@ -4,6 +4,7 @@ refresh decision and one GitHub issue per failing patch or backend."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from conftest import assert_matches_schema, run_cli
@@ -219,3 +220,44 @@ def test_bad_input_is_one_line(tmp_path):
         (tmp_path / "reports").mkdir(exist_ok=True)
         proc = run_cli("ci", "summary", *args, cwd=tmp_path)
         assert proc.returncode == 2 and words in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+
+
+def test_a_hostile_upstream_prints_no_workflow_command_and_renders_no_html_or_mention(tmp_path, fake):
+    """The Done-when case: a build message holding workflow commands, and a culprit whose subject
+    and author hold a mention, HTML, a marker of patchkit's and `(#N)`: the output has no line the
+    runner would execute, and the Markdown (report, step summary, issues) shows all of it as text."""
+    env = {"GITHUB_API_URL": fake.url, "GITHUB_REPOSITORY": REPO, "GITHUB_TOKEN": TOKEN, "GITHUB_ACTIONS": "true",
+           "GITHUB_RUN_ID": "9", "GITHUB_SERVER_URL": "https://github.com"}
+    message = "error: no\n::add-mask::hidden\n  ::error file=x::pwned\n::stop-commands::tok\n##[error]old <img src=x>"
+    cuda = nightly_report({"a.patch": "clean"}, builds={"cuda": {"status": "failed", "first_error": {
+        "file": "ggml/x.cu", "line": 7, "message": message}}}, blame={"cuda": "ok"})
+    night = nightly_report({"a.patch": "conflict", "b.patch": "clean"})
+    hostile = "@someone <img src=x> <!-- patchkit:patch=b.patch --> https://evil.example (#12345)"
+    night["findings"] = [{"patch": "a.patch", "kind": "broke", "probes": 3, "reused": 0, "candidates": 4, "bound": 4,
+                          "monotonic": True, "parent_good": True, "blocked_by": None, "applied_upstream": None,
+                          "detail": "conflict", "culprit": {
+                              "commit": "f" * 40, "subject": f"server : {hostile}", "author": "Eve <@evil>",
+                              "date": "2026-11-30T10:00:00+00:00", "pull": 12345,
+                              "url": f"https://github.com/ggml-org/llama.cpp/commit/{'f' * 40}",
+                              "pull_url": "https://github.com/ggml-org/llama.cpp/pull/12345"}}]
+    artifacts(tmp_path, night, {"cuda": cuda})
+    # The night needs attention: no build job ran; the build report is read in a good night below.
+    proc, _, _ = summarize(tmp_path, "cuda", env=env, issues=True)
+    good = tmp_path / "good"
+    good.mkdir()
+    artifacts(good, nightly_report({"a.patch": "clean"}), {"cuda": cuda})
+    proc2, _, _ = summarize(good, "cuda", env=env, issues=True)
+    printed = proc.stdout + proc.stderr + proc2.stdout + proc2.stderr
+    assert "pwned" in printed
+    assert not re.search(r"^[ \t\r]*(::|##\[)", printed, re.M), printed
+
+    markdown = [(root / "summary/report.md").read_text() + (root / "step-summary.md").read_text()
+                for root in (tmp_path, good)] + [issue["body"] for issue in fake.issues.values()]
+    for text in markdown:
+        assert "<img" not in text and "@someone" not in text and "@evil" not in text
+        assert "https://evil" not in text and text.count("<!-- patchkit:") <= 1
+        assert "(#12345)" not in text  # linked to upstream's pull request, not the fork's issue
+    patch_issue = next(i for i in fake.issues.values() if i["body"].startswith("<!-- patchkit:patch=a.patch -->"))
+    assert "[#12345](https://github.com/ggml-org/llama.cpp/pull/12345)" in patch_issue["body"]
+    # b.patch's issue is not a.patch's, whatever a.patch's culprit says.
+    assert not any(i["body"].startswith("<!-- patchkit:patch=b.patch") for i in fake.issues.values())

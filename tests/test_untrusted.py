@@ -1,0 +1,111 @@
+"""Upstream's code and text are untrusted (patchkit.untrusted): a build runs without the runner's
+command files and tokens; nothing patchkit prints under GitHub Actions starts a workflow
+command; upstream's text in Markdown is text."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from patchkit.untrusted import CommandGuard, environment, md_block, md_code, md_text
+
+PROJECT = Path(__file__).parent / "backends" / "project"
+RECIPES = Path(__file__).parents[1] / "recipes"
+PULLS = "https://github.com/ggml-org/llama.cpp/pull/"
+# A line GitHub's runner would execute: `::` or `##[` after leading whitespace (it trims \r too).
+WORKFLOW_COMMAND = re.compile(r"^[ \t\r]*(::|##\[)", re.M)
+
+
+def test_the_environment_loses_the_runners_command_files_and_tokens():
+    base = {"PATH": "/bin", "HOME": "/h", "CUDAARCHS": "89-real", "GITHUB_ENV": "/e", "GITHUB_OUTPUT": "/o",
+            "GITHUB_PATH": "/p", "GITHUB_STATE": "/s", "GITHUB_STEP_SUMMARY": "/m", "ACTIONS_RUNTIME_TOKEN": "t",
+            "ACTIONS_ID_TOKEN_REQUEST_URL": "u", "GITHUB_TOKEN": "g", "PATCHKIT_TOKEN": "p", "GITHUB_SHA": "abc"}
+    assert environment(base) == {"PATH": "/bin", "HOME": "/h", "CUDAARCHS": "89-real", "GITHUB_SHA": "abc"}
+
+
+@pytest.mark.parametrize("writes", [
+    ["::add-mask::secret\n"],
+    ["  ::error file=x,line=1::pwned\n"],
+    [":", ":stop-commands::tok\n"],  # split across writes
+    ["ok\r::warning::", "after a carriage return\n"],
+    ["##[group]legacy\n"],
+    ["#", "#[error]split\n"],
+    [":"],  # the start of a line, flushed as it is
+])
+def test_the_guard_neutralises_every_workflow_command(writes):
+    out = io.StringIO()
+    guard = CommandGuard(out)
+    for text in writes:
+        guard.write(text)
+    guard.flush()
+    assert not WORKFLOW_COMMAND.search(out.getvalue()), out.getvalue()
+    # Only guarded, not lost: the text is all there.
+    assert out.getvalue().replace("| ", "") == "".join(writes)
+
+
+def test_the_guard_leaves_ordinary_lines_alone():
+    out = io.StringIO()
+    guard = CommandGuard(out)
+    for text in ("building ggml::cpu\n", "[3/7] ", "cc -c x.c\n", "std::vector ok\n", "#include <x>\n"):
+        guard.write(text)
+    guard.flush()
+    assert out.getvalue() == "building ggml::cpu\n[3/7] cc -c x.c\nstd::vector ok\n#include <x>\n"
+
+
+def test_upstreams_text_in_markdown_is_text():
+    subject = ('server : fix <img src=x onerror=alert(1)> for @ggerganov, see https://evil.example/x '
+               'and www.evil.example [click](javascript:alert) <!-- patchkit:patch=other.patch --> (#12345)')
+    shown = md_text(subject, PULLS)
+    assert "<" not in shown and "<!--" not in shown and "patchkit:patch" in shown  # as text
+    assert "@ggerganov" not in shown and "@\u200bggerganov" in shown
+    link = f"[#12345]({PULLS}12345)"  # the one link: upstream's pull request
+    assert shown.endswith(f"\\({link}\\)")
+    shown = shown.replace(link, "")
+    assert "https://" not in shown and "www." not in shown and "[click](" not in shown
+    # Without upstream's pull request page, #N links nowhere (not to the fork's own issue N).
+    assert "#12345" not in md_text("fix (#12345)") and "#\u200b12345" in md_text("fix (#12345)")
+    assert md_code("a ``b`` c") == "```a ``b`` c```"
+    block = md_block("```\n@x <b>\n```")
+    assert block.startswith("````\n") and block.endswith("\n````\n")
+
+
+needs_cmake = pytest.mark.skipif(not (shutil.which("cmake") and shutil.which("ninja")),
+                                 reason="cmake and ninja are needed (.ci/run installs them)")
+
+# Upstream's CMake at its most hostile: it writes to the runner's command files, reads the tokens,
+# and fails with a message made of workflow commands.
+HOSTILE = """
+if(DEFINED ENV{GITHUB_ENV})
+  file(APPEND "$ENV{GITHUB_ENV}" "LD_PRELOAD=/tmp/evil.so\\n")
+endif()
+file(WRITE "${CMAKE_BINARY_DIR}/seen.txt" "[$ENV{GITHUB_TOKEN}][$ENV{ACTIONS_RUNTIME_TOKEN}][$ENV{GITHUB_OUTPUT}]")
+message(STATUS "::add-mask::hidden")
+message(FATAL_ERROR "\\n::error file=ggml.c,line=1::pwned\\n::stop-commands::tok\\n##[error]legacy")
+"""
+
+
+@needs_cmake
+def test_a_hostile_upstream_build_reaches_no_command_file_token_or_workflow_command(tmp_path):
+    tree = tmp_path / "llama.cpp"
+    shutil.copytree(PROJECT, tree)
+    with (tree / "CMakeLists.txt").open("a") as cmake_lists:
+        cmake_lists.write(HOSTILE)
+    command_file = tmp_path / "github-env"
+    command_file.write_text("")
+    env = {**os.environ, "NO_COLOR": "1", "GITHUB_ACTIONS": "true", "GITHUB_ENV": str(command_file),
+           "GITHUB_OUTPUT": str(command_file), "GITHUB_TOKEN": "ghp_secret", "ACTIONS_RUNTIME_TOKEN": "rt_secret"}
+    proc = subprocess.run([sys.executable, "-m", "patchkit", "build", str(tree), "-b", "cpu", "--recipes", str(RECIPES)],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 1, proc.stderr
+    assert command_file.read_text() == ""
+    assert (tree / "build/cpu/seen.txt").read_text() == "[][][]"
+    printed = proc.stdout + proc.stderr
+    assert "pwned" in printed  # the message is shown ...
+    assert not WORKFLOW_COMMAND.search(printed), printed  # ... as text
