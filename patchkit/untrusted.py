@@ -103,7 +103,9 @@ def guard_streams(environ: Mapping[str, str] = os.environ) -> None:
 
 # -- Markdown ---------------------------------------------------------------------------------
 
-_ESCAPED = re.compile(r"([\\`*_{}\[\]()#+\-.!~>])")  # `|` is md_table's
+# What makes inline Markdown of text (emphasis, code, links, strikethrough); `|` is md_table's.
+_ESCAPED = re.compile(r"([\\`*_\[\]~])")
+_BLOCK_START = re.compile(r"^(\d*)([#>+=.)-])")  # a heading, quote, list or rule where a line starts
 _MENTION = re.compile(r"@(?=[A-Za-z0-9])")
 _REFERENCE = re.compile(r"(?<![\w/])#(\d+)\b")
 _ZWSP = "\u200b"  # a zero-width space: breaks a mention or an autolink, shows nothing
@@ -121,11 +123,11 @@ def md_text(text: str, pulls: str | None = None) -> str:
 
     text = _REFERENCE.sub(reference, text)
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    text = _ESCAPED.sub(r"\\\1", text)
+    text = _BLOCK_START.sub(r"\1\\\2", _ESCAPED.sub(r"\\\1", text))
     text = _MENTION.sub("@" + _ZWSP, text)
     # Autolinks: GitHub links bare URLs and www. names; a zero-width space after the scheme stops it.
     text = re.sub(r"(?i)\b(https?|ftp|mailto|file)(:)", lambda m: m.group(1) + _ZWSP + m.group(2), text)
-    text = re.sub(r"(?i)\bwww\\?\.", "www" + _ZWSP + ".", text)
+    text = re.sub(r"(?i)\bwww\.", "www" + _ZWSP + ".", text)
     return re.sub("\x00(\\d+)\x00", lambda m: refs[int(m.group(1))], text)
 
 

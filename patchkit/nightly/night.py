@@ -182,12 +182,15 @@ def _refresh(project: Project, mirror: Mirror, queue: Queue, report: NightlyRepo
 
 def write_refresh(project: Project, report: NightlyReport) -> None:
     """Write the refreshed patches into patches/, each whole, then the lock; a failure says what was
-    written and what was not."""
+    written and what was not. Where the lock stays (--no-update-lock, or nothing changed), so do
+    the patches it names: patches/ refreshed onto another commit than the lock's fails `verify`
+    (the refreshed patches are in the report folder either way)."""
+    if report.lock is None:
+        return
     try:
         write_refreshed(project, report.refreshed)
         testpoint.pause("night-write")
-        if report.lock is not None:
-            report.lock.write(project.lock_path)
+        report.lock.write(project.lock_path)
     except (OSError, PatchkitError) as exc:
         written = [r.name for r in report.refreshed if r.change is not Change.UNCHANGED and _holds(project, r)]
         done = f"patches/ has the refreshed {', '.join(written)}" if written else "patches/ is unchanged"

@@ -22,8 +22,11 @@ def listing(folder) -> list[str]:
 def test_a_bad_night_after_a_good_one_leaves_only_its_own_files(project, tmp_path):
     apply(project, "b1000", update_lock=True)
     reports = tmp_path / "reports"
+    before = (project.patches_dir / PATCH_NAME).read_bytes()
     good = night(project, "HEAD", reports, "--no-update-lock")  # the bad night below bisects from b1000
     assert good.returncode == 0, good.stderr
+    # The lock stays, and so does the patch it names: the refresh onto HEAD is in the report only.
+    assert (project.patches_dir / PATCH_NAME).read_bytes() == before != (reports / "patches" / PATCH_NAME).read_bytes()
     assert listing(reports) == [MANIFEST, "junit.xml", f"patches/{PATCH_NAME}", "report.json", "report.md"]
     # What an earlier night wrote for a patch that has left the queue since, as its manifest says;
     # and the user's own files, one where refreshed patches go.
