@@ -33,7 +33,7 @@ import jsonschema
 
 from patchkit.apply import Verdict
 from patchkit.ci import builds
-from patchkit.ci.github import GitHub, GitHubConfig, Problem, Subject, run_url
+from patchkit.github import GitHub, GitHubConfig, Problem, Subject, run_url
 from patchkit.ci.workflow import BACKEND_RE, BUILD_ARTIFACT, NIGHTLY_ARTIFACT
 from patchkit.errors import PatchkitError
 from patchkit.fileio import append, atomic_write

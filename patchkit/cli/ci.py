@@ -111,7 +111,7 @@ def pull_request_command(
     Example:\n
       patchkit ci pull-request patchkit/refresh --base main --body-file .patchkit/nightly/report.md
     """
-    from patchkit.ci.github import GitHub, GitHubConfig
+    from patchkit.github import GitHub, GitHubConfig
     from patchkit.project import Project
 
     config = GitHubConfig.from_env()

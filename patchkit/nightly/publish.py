@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
-from patchkit.ci.github import GitHub, GitHubConfig, Problem, Subject, run_url
+from patchkit.github import GitHub, GitHubConfig, Problem, Subject, run_url
 from patchkit.errors import PatchkitError
 from patchkit.fileio import append, atomic_file, atomic_write
 from patchkit.nightly.night import NightlyReport, write_refresh

@@ -1,5 +1,5 @@
-"""GitHub's REST API for the nightly job: one issue per failing patch or backend, and the refresh
-pull request.
+"""GitHub's REST API for `nightly --github-issues` and `ci summary`: one issue per failing patch
+or backend, and the refresh pull request.
 
 Issues are found by a label and a hidden marker in their body (`<!-- patchkit:patch=NAME -->`,
 `<!-- patchkit:backend=NAME -->`: the kind is in the marker, so no name of one kind can be taken
