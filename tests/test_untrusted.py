@@ -1,23 +1,17 @@
 """Upstream's code and text are untrusted (patchkit.untrusted): a build runs without the runner's
 command files and tokens; nothing patchkit prints under GitHub Actions starts a workflow
-command; upstream's text in Markdown is text."""
+command; upstream's text in Markdown is text. (A hostile upstream's build: tests/backends/test_build_cmake.py;
+a hostile night through `ci summary`: tests/ci/test_summary.py.)"""
 
 from __future__ import annotations
 
 import io
-import os
 import re
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from patchkit.untrusted import CommandGuard, environment, md_block, md_code, md_text
 
-PROJECT = Path(__file__).parent / "backends" / "project"
-RECIPES = Path(__file__).parents[1] / "recipes"
 PULLS = "https://github.com/ggml-org/llama.cpp/pull/"
 # A line GitHub's runner would execute: `::` or `##[` after leading whitespace (it trims \r too).
 WORKFLOW_COMMAND = re.compile(r"^[ \t\r]*(::|##\[)", re.M)
@@ -74,38 +68,3 @@ def test_upstreams_text_in_markdown_is_text():
     assert md_code("a ``b`` c") == "```a ``b`` c```"
     block = md_block("```\n@x <b>\n```")
     assert block.startswith("````\n") and block.endswith("\n````\n")
-
-
-needs_cmake = pytest.mark.skipif(not (shutil.which("cmake") and shutil.which("ninja")),
-                                 reason="cmake and ninja are needed (.ci/run installs them)")
-
-# Upstream's CMake at its most hostile: it writes to the runner's command files, reads the tokens,
-# and fails with a message made of workflow commands.
-HOSTILE = """
-if(DEFINED ENV{GITHUB_ENV})
-  file(APPEND "$ENV{GITHUB_ENV}" "LD_PRELOAD=/tmp/evil.so\\n")
-endif()
-file(WRITE "${CMAKE_BINARY_DIR}/seen.txt" "[$ENV{GITHUB_TOKEN}][$ENV{ACTIONS_RUNTIME_TOKEN}][$ENV{GITHUB_OUTPUT}]")
-message(STATUS "::add-mask::hidden")
-message(FATAL_ERROR "\\n::error file=ggml.c,line=1::pwned\\n::stop-commands::tok\\n##[error]legacy")
-"""
-
-
-@needs_cmake
-def test_a_hostile_upstream_build_reaches_no_command_file_token_or_workflow_command(tmp_path):
-    tree = tmp_path / "llama.cpp"
-    shutil.copytree(PROJECT, tree)
-    with (tree / "CMakeLists.txt").open("a") as cmake_lists:
-        cmake_lists.write(HOSTILE)
-    command_file = tmp_path / "github-env"
-    command_file.write_text("")
-    env = {**os.environ, "NO_COLOR": "1", "GITHUB_ACTIONS": "true", "GITHUB_ENV": str(command_file),
-           "GITHUB_OUTPUT": str(command_file), "GITHUB_TOKEN": "ghp_secret", "ACTIONS_RUNTIME_TOKEN": "rt_secret"}
-    proc = subprocess.run([sys.executable, "-m", "patchkit", "build", str(tree), "-b", "cpu", "--recipes", str(RECIPES)],
-                          capture_output=True, text=True, env=env, timeout=300)
-    assert proc.returncode == 1, proc.stderr
-    assert command_file.read_text() == ""
-    assert (tree / "build/cpu/seen.txt").read_text() == "[][][]"
-    printed = proc.stdout + proc.stderr
-    assert "pwned" in printed  # the message is shown ...
-    assert not WORKFLOW_COMMAND.search(printed), printed  # ... as text

@@ -187,7 +187,11 @@ def test_every_backend_builds_in_its_recipes_environment_with_the_smoke_test(tmp
                 in steps["Install patchkit"]["run"])
         assert '"$GITHUB_PATH"' in steps["Install patchkit"]["run"]
         assert "GPU" in steps["Smoke test (not run)"]["run"]
-    assert "rocblas-dev hipblas-dev" in steps_by_name(hip)["Install the packages"]["run"]
+    assert "build-essential rocblas-dev hipblas-dev" in steps_by_name(hip)["Install the packages"]["run"]
+    # CUDA as llama.cpp's own CI builds it in a driverless image: one architecture, the driver's
+    # stub allowed at link time, and a host compiler.
+    assert "build-essential" in steps_by_name(cuda)["Install the packages"]["run"].split()
+    assert (cuda["env"]["CUDAARCHS"], cuda["env"]["LDFLAGS"]) == ("89-real", "-Wl,--allow-shlib-undefined")
 
     metal = steps_by_name(jobs["build-metal"])
     assert jobs["build-metal"]["runs-on"] == "macos-latest" and metal["Install the packages"]["run"] == "brew install ccache"
@@ -197,6 +201,7 @@ def test_every_backend_builds_in_its_recipes_environment_with_the_smoke_test(tmp
     assert "intel-oneapi-compiler-dpcpp-cpp" in sycl["Set up sycl"]["run"]
     assert sycl["Apply at the nightly's commit and build"]["run"].startswith(
         'source "/opt/intel/oneapi/setvars.sh" >/dev/null\npatchkit nightly ')
+    assert "intel-oneapi-dnnl-devel" in sycl["Set up sycl"]["run"]
 
     cpu = steps_by_name(jobs["build-cpu"])
     assert cpu["Smoke test"]["run"] == 'patchkit smoke --backend "$BACKEND" --json "$REPORTS/smoke.json"'
@@ -234,6 +239,8 @@ def test_a_backend_without_a_ci_environment_is_refused_unless_runs_on_gives_one(
     assert cuda["runs-on"] == ["self-hosted", "gpu"]
     assert cuda["container"] == {"image": "nvidia/cuda:12.6.2-devel-ubuntu24.04", "options": "--gpus all"}
     assert "Smoke test" in steps_by_name(cuda)
+    # There, with the GPU and its driver: built for that GPU, the driver linked for real.
+    assert cuda["env"]["CUDAARCHS"] == "native" and "LDFLAGS" not in cuda["env"]
 
 
 def test_a_gpu_container_gets_its_vendors_gpu_options_on_a_runs_on_runner_only(tmp_path):
@@ -249,6 +256,18 @@ def test_a_gpu_container_gets_its_vendors_gpu_options_on_a_runs_on_runner_only(t
     assert jobs["build-hip"]["container"] == {"image": "rocm/dev-ubuntu-22.04:6.1.2",
                                               "options": "--device /dev/kfd --device /dev/dri --group-add video"}
     assert "Smoke test" in steps_by_name(jobs["build-hip"])
+
+
+def test_oneapis_environment_is_sourced_in_every_step_that_builds_or_runs(tmp_path):
+    """setvars.sh changes its own step's environment only: the smoke test, which runs the SYCL
+    binaries, sources it as the build does."""
+    root = fork(tmp_path)
+    result = run_cli("ci", "github", "--backend", "sycl", "--smoke", "--runs-on", "sycl=self-hosted,arc", cwd=root)
+    assert result.returncode == 0, result.stderr
+    steps = steps_by_name(yaml.safe_load((root / WORKFLOW).read_text())["jobs"]["build-sycl"])
+    source = 'source "/opt/intel/oneapi/setvars.sh" >/dev/null\n'
+    assert steps["Apply at the nightly's commit and build"]["run"].startswith(source)
+    assert steps["Smoke test"]["run"] == source + 'patchkit smoke --backend "$BACKEND" --json "$REPORTS/smoke.json"\n'
 
 
 def test_a_self_hosted_mac_is_known_by_its_recipe_not_its_labels(tmp_path):

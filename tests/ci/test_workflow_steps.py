@@ -282,6 +282,7 @@ def test_the_nightly_cpu_and_summary_jobs_run_as_written(tmp_path, fake, as_inst
 
     build = tmp_path / "artifacts/patchkit-build-cpu/report.json"
     assert '"status": "ok"' in build.read_text(), log
+    assert "# patchkit build cpu" in (tmp_path / "artifacts/patchkit-build-cpu/logs/cpu.log").read_text()
     summary = (tmp_path / "artifacts/patchkit-summary/report.json").read_text()
     assert '"refresh": true' in summary and '"passed": true' in summary
 
