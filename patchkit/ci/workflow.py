@@ -108,16 +108,14 @@ def actionlint_config(runs_on: Mapping[str, str]) -> str | None:
                           default_flow_style=None, sort_keys=False)
 
 
-def nightly_workflow(backends: Mapping[str, CiEnvironment], *, self_hosted: frozenset[str] = frozenset(),
+def nightly_workflow(backends: Mapping[str, CiEnvironment], *, install: Install,
+                     self_hosted: frozenset[str] = frozenset(),
                      smoke: bool = False, cron: str = DEFAULT_CRON, python: str = "3.11",
-                     branch: str = "patchkit/refresh", cache: str = DEFAULT_CACHE,
-                     install: Install | None = None) -> str:
+                     branch: str = "patchkit/refresh", cache: str = DEFAULT_CACHE) -> str:
     """The workflow file's text. BACKENDS: name -> where it builds (`ci_environments`);
     SELF_HOSTED: those on a runner --runs-on gave (one with the GPU its backend needs); SMOKE:
     `patchkit smoke` after each build that can run here; CACHE: patchkit's cache folder on the
-    runners (the mirror); INSTALL: how the jobs install patchkit (`install.resolve`; default: the
-    release of this version by its name, for tests of the workflow's shape)."""
-    install = install or Install("requirement", f"patchkit-queue=={__version__}", {})
+    runners (the mirror); INSTALL: how the jobs install patchkit (`install.resolve`)."""
     _check(backends, cron, python, branch)
     mirror = {"path": cache, "key": f"patchkit-mirror-{WEEK}", "restore-keys": "patchkit-mirror-"}
     # The week keys the caches; XDG_CACHE_HOME puts the mirror in the workspace (see above).

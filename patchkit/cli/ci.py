@@ -154,7 +154,7 @@ def summary_command(
     from patchkit.project import Project
     from patchkit.report import summary as render
     from patchkit.report import to_json
-    from patchkit.report.nightly import finding_md
+    from patchkit.report.nightly import finding_line
 
     from patchkit.backends.recipe import default_recipes_dir, load_recipes
     from patchkit.ci import builds
@@ -169,7 +169,7 @@ def summary_command(
     record = builds.read(project.root) if project else {}
     summary = gather(cwd_path(reports), list(dict.fromkeys(backend)), smoke, environments, record)
     rendered = Rendered(json=to_json("summary", summary), markdown=render.to_markdown(summary),
-                        findings={f.patch: finding_md(f) for f in summary.findings},
+                        findings={f.patch: finding_line(f, markdown=True) for f in summary.findings},
                         backend_issues={b.name: render.backend_issue(b, summary) for b in summary.backends})
     with progress_display("ci summary") as progress:
         publish(summary, rendered, where, warn, progress, record)

@@ -73,7 +73,7 @@ def nightly_command(
 
     rendered = Rendered(json=to_json("nightly", report), markdown=render.to_markdown(report),
                         junit=render.to_junit(report),
-                        findings={f.patch: render.finding_md(f) for f in report.findings})
+                        findings={f.patch: render.finding_line(f, markdown=True) for f in report.findings})
     with progress_display("nightly") as progress:
         publish(project, report, rendered, where, warn, progress)
     emit({json_out: lambda: rendered.json, markdown: lambda: rendered.markdown, junit: lambda: rendered.junit},

@@ -8,22 +8,19 @@ from patchkit.report import apply as render_apply
 from patchkit.untrusted import md_code, md_text
 
 
-def finding_line(f) -> str:
-    """One line a maintainer acts on: what happened to the patch, and which upstream commit did it."""
-    if f.culprit is None:
-        return f"{f.patch}: {f.kind}: {f.detail}"
-    c = f.culprit
-    where = c.pull_url or c.url or c.commit
-    return f"{f.patch}: {f.kind} by {c.commit[:12]} {c.subject}, {c.author}, {c.date} <{where}>: {f.detail}"
+def finding_line(f, markdown: bool = False) -> str:
+    """One line a maintainer acts on: what happened to the patch, and which upstream commit did it.
+    MARKDOWN: for an issue, upstream's subject, author and the detail shown as text (untrusted)."""
+    def text(value: str, pulls: str | None = None) -> str:
+        return md_text(value, pulls) if markdown else value
 
-
-def finding_md(f) -> str:
-    """finding_line in Markdown, for an issue: upstream's subject and author as text."""
+    patch = md_code(f.patch) if markdown else f.patch
     if f.culprit is None:
-        return f"{md_code(f.patch)}: {f.kind}: {md_text(f.detail)}"
+        return f"{patch}: {f.kind}: {text(f.detail)}"
     c = f.culprit
-    return (f"{md_code(f.patch)}: {f.kind} by {render_apply.commit_md(c)}, {md_text(c.author)}, {c.date}: "
-            f"{md_text(f.detail, c.pulls)}")
+    commit = render_apply.commit_md(c) if markdown else f"{c.commit[:12]} {c.subject}"
+    where = "" if markdown else f" <{c.pull_url or c.url or c.commit}>"
+    return f"{patch}: {f.kind} by {commit}, {text(c.author)}, {c.date}{where}: {text(f.detail, c.pulls)}"
 
 
 def rebase_command(report) -> str | None:

@@ -15,6 +15,7 @@ from installed import as_installed, installed_patchkit  # noqa: F401 (fixtures)
 from patchkit.errors import PatchkitError
 from patchkit.backends.recipe import CiEnvironment
 from patchkit.ci.actions import PINS
+from patchkit.ci.install import Install
 from patchkit.ci.workflow import nightly_workflow
 
 WORKFLOW = Path(".github/workflows/patchkit-nightly.yml")
@@ -343,7 +344,8 @@ def test_gpu_options_need_a_gpu_container(tmp_path, ci, expected):
 def test_actionlint_does_catch_a_broken_workflow(tmp_path):
     """The lint above proves something: the same file with a job that needs a missing job fails."""
     path = tmp_path / "broken.yml"
-    path.write_text(nightly_workflow({"cpu": CiEnvironment("ubuntu-24.04")}).replace("needs: nightly", "needs: nightlyy"))
+    workflow = nightly_workflow({"cpu": CiEnvironment("ubuntu-24.04")}, install=Install("wheel", None, {}))
+    path.write_text(workflow.replace("needs: nightly", "needs: nightlyy"))
     lint = actionlint(path)
     assert lint.returncode == 1 and "nightlyy" in lint.stdout
 
@@ -402,7 +404,7 @@ def test_unknown_backend_and_bad_values_are_one_line_errors(tmp_path):
         assert result.returncode == 2 and words in result.stderr and result.stderr.count("\n") == 1, args
     assert not (root / WORKFLOW).exists()
     with pytest.raises(PatchkitError, match="no backend"):
-        nightly_workflow({})
+        nightly_workflow({}, install=Install("wheel", None, {}))
 
 
 def test_the_workflow_goes_through_a_fifo_and_never_into_a_folder(project, tmp_path):
