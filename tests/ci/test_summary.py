@@ -261,3 +261,33 @@ def test_a_hostile_upstream_prints_no_workflow_command_and_renders_no_html_or_me
     assert "[#12345](https://github.com/ggml-org/llama.cpp/pull/12345)" in patch_issue["body"]
     # b.patch's issue is not a.patch's, whatever a.patch's culprit says.
     assert not any(i["body"].startswith("<!-- patchkit:patch=b.patch") for i in fake.issues.values())
+
+
+def test_drift_keeps_its_issue_open_a_failed_build_has_no_smoke_and_each_message_is_said_once(tmp_path, fake):
+    env = {"GITHUB_API_URL": fake.url, "GITHUB_REPOSITORY": REPO, "GITHUB_TOKEN": TOKEN}
+    # Night 1: a.patch fails its checks (an open issue). Night 2: it applies, but drifts unreviewed.
+    first = nightly_report({"a.patch": "conflict"})
+    artifacts(tmp_path, first, {})
+    summarize(tmp_path, env=env, issues=True)
+    assert [i["title"] for i in fake.issues.values()] == ["Nightly: patch a.patch is conflict"]
+    second = tmp_path / "second"
+    second.mkdir()
+    cpu = nightly_report({"a.patch": "clean"}, builds={"cpu": FAILED}, blame={"cpu": "ok"})
+    cuda = nightly_report({"a.patch": "clean"}, builds={})
+    cuda["warnings"] = ["not built: the queue did not apply in the build job"]
+    artifacts(second, nightly_report({"a.patch": "clean"}, drift=("a.patch",)), {"cpu": cpu, "cuda": cuda})
+    proc, report, _ = summarize(second, "cpu", "cuda", env=env, issues=True, smoked=("cpu",))
+    assert proc.returncode == 1
+    (issue,) = fake.issues.values()
+    assert (issue["state"], issue["title"]) == ("open", "Nightly: patch a.patch is drifting")
+    assert report["patches"][0]["drifting"] is True
+    # The night needed attention (drift): nothing was built; then with a good night, the builds.
+    third = tmp_path / "third"
+    third.mkdir()
+    artifacts(third, nightly_report({"a.patch": "clean"}), {"cpu": cpu, "cuda": cuda})
+    proc, report, _ = summarize(third, "cpu", "cuda", smoked=("cpu",))
+    cpu_state, cuda_state = report["backends"]
+    assert (cpu_state["status"], cpu_state["smoke"]) == ("failed", None)  # not run: it built nothing
+    assert cuda_state["detail"] == "not built: the queue did not apply in the build job"
+    markdown = (third / "summary/report.md").read_text()
+    assert "| cpu | failed (the queue's fault) | not run |" in markdown and "not built: not built" not in proc.stdout
