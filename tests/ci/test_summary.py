@@ -291,3 +291,22 @@ def test_drift_keeps_its_issue_open_a_failed_build_has_no_smoke_and_each_message
     assert cuda_state["detail"] == "not built: the queue did not apply in the build job"
     markdown = (third / "summary/report.md").read_text()
     assert "| cpu | failed (the queue's fault) | not run |" in markdown and "not built: not built" not in proc.stdout
+
+
+def test_an_artifact_that_is_not_a_valid_report_counts_as_none(tmp_path):
+    """The build jobs ran upstream's code, which may have written their reports: one that is not
+    valid against its schema is no report (the job failed), whatever it says."""
+    forged = nightly_report({"a.patch": "clean"}, builds={"cpu": {"status": "ok"}})
+    forged["apply"]["builds"]["results"][0]["status"] = "ok, trust me"
+    smoke = tmp_path / "smoke"
+    smoke.mkdir()
+    artifacts(tmp_path, nightly_report({"a.patch": "clean"}), {"cpu": forged})
+    proc, report, output = summarize(tmp_path, "cpu")
+    assert proc.returncode == 1 and output == "refresh=false\n"
+    assert report["backends"][0]["status"] == "no-report" and "no valid report" in report["backends"][0]["detail"]
+    # A smoke report that says it passed without the fields of one: no smoke report, which is a failure.
+    folder = artifacts(smoke, nightly_report({"a.patch": "clean"}),
+                       {"cpu": nightly_report({"a.patch": "clean"}, builds={"cpu": {"status": "ok"}})})
+    (folder / "patchkit-build-cpu/smoke.json").write_text('{"schema": 1, "kind": "smoke", "passed": true}')
+    proc, report, output = summarize(smoke, "cpu", smoked=("cpu",))
+    assert proc.returncode == 1 and report["backends"][0]["smoke"] is False
