@@ -61,7 +61,7 @@ def nightly_command(
     refuse_while_rebasing(project)
     places = check_reports(project, json_out, markdown, junit, checkout=output)
     queue = Queue.load(project)
-    where = Destinations.check(project, queue, report_dir, github_issues, places)
+    where = Destinations.check(project, queue, report_dir, github_issues, places, backends=build)
     options = NightlyOptions(spec=spec, upstream=upstream, fetch=not no_fetch, fuzz=fuzz,
                              output=output.resolve() if output else None, force=force, refresh=refresh,
                              update_lock=update_lock, allow_rewind=allow_rewind, build=tuple(build))

@@ -48,16 +48,17 @@ class Destinations:
 
     @classmethod
     def check(cls, project: Project, queue: Queue, report_dir: Path | None, github_issues: bool,
-              places: Places, environ: Mapping[str, str] = os.environ) -> Destinations:
+              places: Places, environ: Mapping[str, str] = os.environ, backends: Sequence[str] = ()) -> Destinations:
         """Everything the night will write, checked before the work (exit 2 when it cannot be):
         the report folder (None: the default, in patchkit's own .patchkit/, where every file is
         patchkit's even from before manifests) and the summary against PLACES (patchkit.targets),
-        and every file the night may write in the folder."""
+        and every file the night may write in the folder (BACKENDS: the build logs too)."""
         own = report_dir is None
         report_dir = check(project.state_dir / NIGHTLY if own else report_dir, Target.FOLDER, places)
         summary = environ.get("GITHUB_STEP_SUMMARY")
         check(summary or None, Target.FILE, places)
-        names = [*REPORT_FILES, *(f"{PATCHES}/{patch.name}" for patch in queue.patches)]
+        names = [*REPORT_FILES, *(f"{PATCHES}/{patch.name}" for patch in queue.patches),
+                 *(f"{LOGS}/{name}{kind}.log" for name in backends for kind in ("", "-unpatched"))]
         for name in (*names, MANIFEST):  # each file too: a symlink in the folder may lead anywhere
             check(report_dir / name, Target.FILE, places)
         ours = _read_manifest(report_dir)

@@ -66,6 +66,13 @@ def test_a_file_the_night_would_write_over_that_patchkit_did_not_write_is_refuse
     assert again.returncode == 2 and "junit.xml was not written by patchkit" in again.stderr
     assert (reports / "junit.xml").read_text().endswith("<!-- a note -->\n")
 
+    # The build logs a night with --build writes (logs/BACKEND.log) are checked the same way.
+    mine = tmp_path / "mine"
+    (mine / "logs").mkdir(parents=True)
+    (mine / "logs" / "cpu-unpatched.log").write_text("my notes\n")
+    refused = night(project, "HEAD", mine, "--build", "cpu")
+    assert refused.returncode == 2 and "cpu-unpatched.log was not written by patchkit" in refused.stderr
+
 
 def test_the_default_folder_is_patchkits_own_even_from_before_manifests(project):
     """.patchkit/nightly, as a patchkit without manifests left it: written over, not refused."""
