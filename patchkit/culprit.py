@@ -23,6 +23,11 @@ class Culprit:
     url: str | None  # <upstream web url>/commit/<id>; None when upstream is not a web host
     pull_url: str | None  # <upstream web url>/pull/NNNN
 
+    @property
+    def pulls(self) -> str | None:
+        """Upstream's pull request URLs without the number, for a `#N` in its subject."""
+        return self.url.rsplit("/commit/", 1)[0] + "/pull/" if self.url else None
+
 
 def read(mirror: Mirror, commit: str) -> Culprit:
     fields = git.run(["show", "-s", "--format=%H%x00%s%x00%an <%ae>%x00%cI", commit], cwd=mirror.path)

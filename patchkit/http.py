@@ -1,5 +1,5 @@
 """HTTP calls that are retried and bounded: patch downloads (importing/fetch.py) and GitHub's API
-(ci/github.py).
+(github.py).
 
 A call is one or more attempts. What a retry can cure (no connection, no answer, a 5xx or 429, a
 body that broke off) is tried again after a backoff that doubles, or after the wait the server

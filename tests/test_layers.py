@@ -12,8 +12,8 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "patchkit"
 
 LAYERS = (
-    ("", "errors", "testpoint", "hooks", "plain", "refs", "process"),  # "": patchkit's __version__
-    ("git", "fileio", "http"),
+    ("", "errors", "testpoint", "hooks", "plain", "refs", "process", "untrusted"),  # "": __version__, DISTRIBUTION
+    ("git", "fileio", "http", "github"),
     ("project", "patchfile", "targets"),
     ("queue", "binary", "upstream", "culprit", "scopes", "ladder", "notes"),
     ("apply", "output"),  # the apply core and the checkout
@@ -40,7 +40,7 @@ def _imports(path: Path) -> set[str]:
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             if node.module == "patchkit":
-                found.update("" if alias.name == "__version__" else alias.name for alias in node.names)
+                found.update("" if alias.name in ("__version__", "DISTRIBUTION") else alias.name for alias in node.names)
             elif node.module.startswith("patchkit."):
                 found.add(node.module.removeprefix("patchkit."))
         elif isinstance(node, ast.Import):

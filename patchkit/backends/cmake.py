@@ -54,6 +54,14 @@ def launcher_defines(ccache: str | None) -> dict[str, str]:
     return {f"CMAKE_{lang}_COMPILER_LAUNCHER": ccache for lang in LAUNCHER_LANGUAGES}
 
 
+def architecture_defines(environ: Mapping[str, str]) -> dict[str, str]:
+    """CUDAARCHS and HIPARCHS, CMake's own variables for the architecture lists, as the defines
+    they stand for: CMake reads them only at enable_language(), after llama.cpp has set its own
+    list (ggml-cuda's `if (NOT DEFINED CMAKE_CUDA_ARCHITECTURES)`), so only the define reaches it."""
+    return {f"CMAKE_{lang}_ARCHITECTURES": environ[f"{lang}ARCHS"] for lang in ("CUDA", "HIP")
+            if environ.get(f"{lang}ARCHS")}
+
+
 def configure_command(tools: Tools, tree: Path, build: Path, generator: str,
                       defines: Mapping[str, str]) -> list[str]:
     # --fresh: a cache left from an earlier run would hide unused variables and stale options.

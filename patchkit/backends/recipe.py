@@ -60,12 +60,13 @@ _CI_SCHEMA: dict[str, Any] = {
         "setup": _STRINGS,  # shell commands, after the packages, before the build
         "source": {"type": "string", "minLength": 1},  # sourced in the build's own step (oneAPI's setvars.sh)
         "environment": _VALUES,
+        "gpu-environment": _VALUES,  # in place of environment on a --runs-on runner, which has the GPU
         # The build runs anywhere, its binaries need the GPU: smoke-tested only on a runner --runs-on gives.
         "gpu": {"type": "boolean"},
         # docker options that hand the GPU to the container, on such a runner (`--gpus all` for CUDA).
         "gpu-options": {"type": "string", "minLength": 1, "pattern": "^[^\n\x00]+$"},
     },
-    "dependentRequired": {"gpu-options": ["container", "gpu"]},
+    "dependentRequired": {"gpu-options": ["container", "gpu"], "gpu-environment": ["gpu"]},
 }
 
 _REQUIREMENT_SCHEMA: dict[str, Any] = {
@@ -128,6 +129,9 @@ class CiEnvironment:
     setup: tuple[str, ...] = ()
     source: str | None = None
     environment: Mapping[str, str] = field(default_factory=dict)
+    # On a runner --runs-on gives (with the GPU), in place of `environment` (CUDA: its own
+    # architecture, and the real driver at link time).
+    gpu_environment: Mapping[str, str] = field(default_factory=dict)
     gpu: bool = False
     gpu_options: str | None = None
     # Not of the ci: section: the OS its recipe requires (`requires: platform`), None where it
@@ -275,6 +279,7 @@ def _ci(data: dict[str, Any], platform: str | None) -> CiEnvironment:
         setup=tuple(data.get("setup", ())),
         source=data.get("source"),
         environment={k: cmake_value(v) for k, v in (data.get("environment") or {}).items()},
+        gpu_environment={k: cmake_value(v) for k, v in (data.get("gpu-environment") or {}).items()},
         gpu=data.get("gpu", False),
         gpu_options=data.get("gpu-options"),
         platform=platform,

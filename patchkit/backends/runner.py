@@ -16,6 +16,7 @@ from patchkit.backends.result import Artifact, BuildReport, BuildResult, Status,
 from patchkit.backends.version import build_info
 from patchkit.errors import PatchkitError
 from patchkit.project import Project
+from patchkit.untrusted import environment
 
 CLI_SOURCE = "-D on the command line"
 PATCHKIT_SOURCE = "patchkit"
@@ -117,7 +118,8 @@ def run_builds(
         else:
             try:
                 result = _Build(tools, tree, recipe, build_dir / recipe.name,
-                                _defines(recipe, extra, cli), progress
+                                _defines(recipe, {**extra, **cmake.architecture_defines({**os.environ, **recipe.environment})},
+                                         cli), progress
                                 ).run(tuple(targets) or recipe.targets, jobs)
             except _Interrupted as stop:
                 results.append(stop.result)
@@ -159,7 +161,8 @@ class _Build:
         self.tools, self.tree, self.recipe, self.build = tools, tree, recipe, build
         self.defines, self.progress = defines, progress
         self.log_path = build / "build.log"
-        self.env = {**os.environ, **recipe.environment, "NINJA_STATUS": NINJA_STATUS}
+        # Upstream's CMake files and the compilers run here: without the runner's command files and tokens.
+        self.env = {**environment(os.environ), **recipe.environment, "NINJA_STATUS": NINJA_STATUS}
         self.seconds = {"configure": 0.0, "build": 0.0}
         self.current = "configure"
 

@@ -26,6 +26,10 @@ def _terminate(signum: int, frame: object) -> None:
 
 def main() -> None:
     signal.signal(signal.SIGTERM, _terminate)
+    # Before anything is printed: much of what patchkit prints is upstream's text.
+    from patchkit.untrusted import guard_streams
+
+    guard_streams()
     try:
         code = _run()
     except PatchkitError as exc:

@@ -39,8 +39,9 @@ def github_command(
     branch: str = typer.Option("patchkit/refresh", "--branch", metavar="NAME",
                                help="The branch a good night pushes and opens a pull request for."),
     patchkit: Optional[str] = typer.Option(None, "--patchkit", metavar="REQUIREMENT", show_default=False,
-                                           help="What pip installs as patchkit on the runners "
-                                                "(default: this version)."),
+                                           help="What pip installs as patchkit on the runners (default: "
+                                                "this patchkit, from its git commit or as a wheel in "
+                                                ".github/patchkit/)."),
 ) -> None:
     """Write the GitHub Actions workflow that runs `patchkit nightly`, builds its result per backend and gives one verdict.
 
@@ -54,6 +55,7 @@ def github_command(
     """
     from patchkit.backends.recipe import default_recipes_dir, load_recipes, select
     from patchkit.fileio import atomic_write
+    from patchkit.ci.install import resolve
     from patchkit.ci.workflow import actionlint_config, ci_environments, nightly_workflow
     from patchkit.project import Project
     from patchkit.targets import Places, Target, check
@@ -62,22 +64,33 @@ def github_command(
     recipes = select(load_recipes(default_recipes_dir(project)), backend or ["cpu"])
     labels = _runs_on(runs_on)
     environments = ci_environments({r.name: r for r in recipes}, labels)
-    options = {"requirement": patchkit} if patchkit else {}
     cache = _runner_cache(project, [name for name, ci in environments.items() if ci.container])
-    text = nightly_workflow(environments, self_hosted=frozenset(labels), smoke=smoke, cron=cron, python=python,
-                            branch=branch, cache=cache, **options)
-    backends = list(environments)
     target = cwd_path(output) if output else project.root / DEFAULT_WORKFLOW
-    check(target, Target.FILE, Places.of(project))  # a folder, an unwritable place, the queue: before anything
+    check(target, Target.FILE, Places.of(project))  # before the wheel is packed
+    install = resolve(patchkit)
+    text = nightly_workflow(environments, self_hosted=frozenset(labels), smoke=smoke, cron=cron, python=python,
+                            branch=branch, cache=cache, install=install)
+    backends = list(environments)
+    # The workflow, and the wheel it installs (in the fork, where the jobs check it out).
+    files = {target: text.encode(), **{project.root / path: data for path, data in install.files.items()}}
+    for path in files:  # a folder, an unwritable place, the queue: before anything
+        check(path, Target.FILE, Places.of(project))
     lint = actionlint_config(labels)
-    if target.is_file() and not force and target.read_text(errors="replace") == text:  # a FIFO is never read
+    differ = [path for path, data in files.items() if not (path.is_file() and path.read_bytes() == data)]
+    if not differ:  # a FIFO is never read
         print(f"{target} is up to date")
-    elif target.is_file() and not force:
-        raise PatchkitError(f"{target} exists and differs from the workflow patchkit writes",
+    elif not force and any(path.is_file() for path in differ):
+        exists = next(path for path in differ if path.is_file())
+        raise PatchkitError(f"{exists} exists and differs from what patchkit writes",
                             "rerun with --force to replace it")
     else:
-        atomic_write(target, text.encode())
+        for path in differ:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(path, files[path])
         print(f"wrote {target} (build: {', '.join(backends)})")
+        if install.files:
+            print(f"wrote {', '.join(sorted(install.files))}: commit them with the workflow, which installs "
+                  "patchkit from there")
     if lint:  # printed, not written: that file may hold the user's own settings
         print(f"actionlint knows these runner labels only from .github/actionlint.yaml:\n{lint}", end="")
 
@@ -98,7 +111,7 @@ def pull_request_command(
     Example:\n
       patchkit ci pull-request patchkit/refresh --base main --body-file .patchkit/nightly/report.md
     """
-    from patchkit.ci.github import GitHub, GitHubConfig
+    from patchkit.github import GitHub, GitHubConfig
     from patchkit.project import Project
 
     config = GitHubConfig.from_env()
@@ -141,16 +154,25 @@ def summary_command(
     from patchkit.project import Project
     from patchkit.report import summary as render
     from patchkit.report import to_json
-    from patchkit.report.nightly import finding_line
+    from patchkit.report.nightly import finding_lines
 
-    places = check_reports(Project.find_optional())
+    from patchkit.backends.recipe import default_recipes_dir, load_recipes
+    from patchkit.ci import builds
+
+    project = Project.find_optional()
+    places = check_reports(project)
     where = Destinations.check(cwd_path(report_dir), github_issues, places)
-    summary = gather(cwd_path(reports), list(dict.fromkeys(backend)), smoke)
+    # What the fork says (its recipes, its record beside the lock): not the artifacts, which
+    # upstream's code could have written.
+    recipes = load_recipes(default_recipes_dir(project))
+    environments = {name: builds.environment_id(recipes[name]) for name in backend if name in recipes}
+    record = builds.read(project.root) if project else {}
+    summary = gather(cwd_path(reports), list(dict.fromkeys(backend)), smoke, environments, record)
     rendered = Rendered(json=to_json("summary", summary), markdown=render.to_markdown(summary),
-                        findings={f.patch: finding_line(f) for f in summary.findings},
+                        findings=finding_lines(summary.findings, markdown=True),
                         backend_issues={b.name: render.backend_issue(b, summary) for b in summary.backends})
     with progress_display("ci summary") as progress:
-        publish(summary, rendered, where, warn, progress)
+        publish(summary, rendered, where, warn, progress, record)
     render.render_terminal(summary, console())
     raise typer.Exit(summary.exit_code)
 

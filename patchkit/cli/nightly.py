@@ -61,7 +61,7 @@ def nightly_command(
     refuse_while_rebasing(project)
     places = check_reports(project, json_out, markdown, junit, checkout=output)
     queue = Queue.load(project)
-    where = Destinations.check(project, queue, report_dir, github_issues, places)
+    where = Destinations.check(project, queue, report_dir, github_issues, places, backends=build)
     options = NightlyOptions(spec=spec, upstream=upstream, fetch=not no_fetch, fuzz=fuzz,
                              output=output.resolve() if output else None, force=force, refresh=refresh,
                              update_lock=update_lock, allow_rewind=allow_rewind, build=tuple(build))
@@ -73,7 +73,7 @@ def nightly_command(
 
     rendered = Rendered(json=to_json("nightly", report), markdown=render.to_markdown(report),
                         junit=render.to_junit(report),
-                        findings=render.finding_lines(report))
+                        findings=render.finding_lines(report.findings, markdown=True))
     with progress_display("nightly") as progress:
         publish(project, report, rendered, where, warn, progress)
     emit({json_out: lambda: rendered.json, markdown: lambda: rendered.markdown, junit: lambda: rendered.junit},

@@ -60,6 +60,8 @@ class BuildBlame:
     backend: str
     fault: str  # "upstream" (fails without the queue too), "queue" (builds without it), "unknown"
     detail: str
+    unpatched: str = "not-run"  # the unpatched build's status: the fact the CI summary judges by
+    log: bytes = field(default=b"", repr=False, metadata=NOT_IN_JSON)  # the unpatched build's log
 
 
 @dataclass(frozen=True)
@@ -180,12 +182,15 @@ def _refresh(project: Project, mirror: Mirror, queue: Queue, report: NightlyRepo
 
 def write_refresh(project: Project, report: NightlyReport) -> None:
     """Write the refreshed patches into patches/, each whole, then the lock; a failure says what was
-    written and what was not."""
+    written and what was not. Where the lock stays (--no-update-lock, or nothing changed), so do
+    the patches it names: patches/ refreshed onto another commit than the lock's fails `verify`
+    (the refreshed patches are in the report folder either way)."""
+    if report.lock is None:
+        return
     try:
         write_refreshed(project, report.refreshed)
         testpoint.pause("night-write")
-        if report.lock is not None:
-            report.lock.write(project.lock_path)
+        report.lock.write(project.lock_path)
     except (OSError, PatchkitError) as exc:
         written = [r.name for r in report.refreshed if r.change is not Change.UNCHANGED and _holds(project, r)]
         done = f"patches/ has the refreshed {', '.join(written)}" if written else "patches/ is unchanged"
@@ -218,13 +223,15 @@ def _blame_builds(project: Project, mirror: Mirror, upstream_commit: str, builds
         git.run(["checkout", "--quiet", "--detach", upstream_commit], cwd=tree)
         plain = run_builds(tree, recipes, build_dir=tree / "build", upstream_commit=upstream_commit,
                            progress=hooks.build_progress)
-    blame = []
-    for result in plain.results:
-        if result.status is Status.FAILED:
-            blame.append(BuildBlame(result.backend, "upstream",
-                                    "fails on the unpatched target too"))
-        elif result.status is Status.OK:
-            blame.append(BuildBlame(result.backend, "queue", "builds on the unpatched target"))
-        else:
-            blame.append(BuildBlame(result.backend, "unknown", f"the unpatched build was {result.status.value}"))
+        blame = []
+        for result in plain.results:
+            # Read before the folder goes: the report keeps it (logs/BACKEND-unpatched.log).
+            log = result.log.read_bytes() if result.log and result.log.is_file() else b""
+            status = result.status.value
+            if result.status is Status.FAILED:
+                blame.append(BuildBlame(result.backend, "upstream", "fails on the unpatched target too", status, log))
+            elif result.status is Status.OK:
+                blame.append(BuildBlame(result.backend, "queue", "builds on the unpatched target", status, log))
+            else:
+                blame.append(BuildBlame(result.backend, "unknown", f"the unpatched build was {status}", status, log))
     return tuple(blame)

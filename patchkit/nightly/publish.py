@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
-from patchkit.ci.github import GitHub, GitHubConfig, Problem, Subject, run_url
+from patchkit.github import GitHub, GitHubConfig, Problem, Subject, run_url
 from patchkit.errors import PatchkitError
 from patchkit.fileio import append, atomic_file, atomic_write
 from patchkit.nightly.night import NightlyReport, write_refresh
@@ -28,10 +28,12 @@ from patchkit.nightly.refresh import Change
 from patchkit.project import Project
 from patchkit.queue import Queue
 from patchkit.targets import Places, Target, check
+from patchkit.untrusted import md_text
 
 REPORT_FILES = ("report.json", "report.md", "junit.xml")
 PATCHES = "patches"  # the refreshed patches, beside the reports, for CI to upload
 MANIFEST = ".patchkit-manifest"
+LOGS = "logs"  # the build logs, beside the reports
 NIGHTLY = "nightly"  # the default report folder, in the project's .patchkit/
 
 
@@ -46,16 +48,17 @@ class Destinations:
 
     @classmethod
     def check(cls, project: Project, queue: Queue, report_dir: Path | None, github_issues: bool,
-              places: Places, environ: Mapping[str, str] = os.environ) -> Destinations:
+              places: Places, environ: Mapping[str, str] = os.environ, backends: Sequence[str] = ()) -> Destinations:
         """Everything the night will write, checked before the work (exit 2 when it cannot be):
         the report folder (None: the default, in patchkit's own .patchkit/, where every file is
         patchkit's even from before manifests) and the summary against PLACES (patchkit.targets),
-        and every file the night may write in the folder."""
+        and every file the night may write in the folder (BACKENDS: the build logs too)."""
         own = report_dir is None
         report_dir = check(project.state_dir / NIGHTLY if own else report_dir, Target.FOLDER, places)
         summary = environ.get("GITHUB_STEP_SUMMARY")
         check(summary or None, Target.FILE, places)
-        names = [*REPORT_FILES, *(f"{PATCHES}/{patch.name}" for patch in queue.patches)]
+        names = [*REPORT_FILES, *(f"{PATCHES}/{patch.name}" for patch in queue.patches),
+                 *(f"{LOGS}/{name}{kind}.log" for name in backends for kind in ("", "-unpatched"))]
         for name in (*names, MANIFEST):  # each file too: a symlink in the folder may lead anywhere
             check(report_dir / name, Target.FILE, places)
         ours = _read_manifest(report_dir)
@@ -87,6 +90,7 @@ def publish(project: Project, report: NightlyReport, rendered: Rendered, where: 
     files = {name: text.encode() for name, text in zip(REPORT_FILES, (rendered.json, rendered.markdown,
                                                                       rendered.junit))}
     files.update({f"{PATCHES}/{r.name}": r.data for r in report.refreshed if r.change is not Change.UNCHANGED})
+    files.update(build_logs(report))
     _replace_files(where.report_dir, files, lambda: write_refresh(project, report))
     if where.step_summary is not None:
         append(where.step_summary, rendered.markdown + "\n")
@@ -95,6 +99,18 @@ def publish(project: Project, report: NightlyReport, rendered: Rendered, where: 
             _sync_issues(report, rendered, where.github, where.run_url, progress)
         except PatchkitError as exc:
             warn(f"GitHub issues not updated: {exc}")
+
+
+def build_logs(report: NightlyReport) -> dict[str, bytes]:
+    """Each build's log (`logs/BACKEND.log`) and each unpatched build's (`logs/BACKEND-unpatched.log`),
+    so that the report folder (the artifact an issue names) holds them."""
+    logs = {}
+    for result in report.apply.builds.results if report.apply.builds else ():
+        with contextlib.suppress(OSError):
+            if result.log is not None:
+                logs[f"{LOGS}/{result.backend}.log"] = result.log.read_bytes()
+    logs.update({f"{LOGS}/{b.backend}-unpatched.log": b.log for b in report.build_blame if b.log})
+    return logs
 
 
 def _replace_files(folder: Path, files: Mapping[str, bytes], between: Callable[[], None]) -> None:
@@ -157,8 +173,10 @@ def _sync_issues(report: NightlyReport, rendered: Rendered, github: GitHubConfig
                  progress: Callable[[str], None] | None) -> None:
     """One issue per failing patch; those of patches good again are closed."""
     drifted = {d.patch for d in report.apply.drift if not d.reviewed}  # good, but relies on what changed
+    # A drifting patch's issue stays open: it applies, but what it relies on changed unreviewed.
     problems, good = patch_issues([(p.name, "drifting" if p.good and p.name in drifted else p.verdict.value,
-                                    p.good, p.detail) for p in report.apply.patches], rendered.findings,
+                                    p.good and p.name not in drifted, p.detail) for p in report.apply.patches],
+                                  rendered.findings,
                                   report.apply.upstream_commit)
     GitHub(github, progress=progress).sync_issues(problems, good, run_url)
 
@@ -166,11 +184,11 @@ def _sync_issues(report: NightlyReport, rendered: Rendered, github: GitHubConfig
 def patch_issues(patches: Sequence[tuple[str, str, bool, str]], findings: Mapping[str, str],
                  upstream_commit: str | None) -> tuple[list[Problem], list[Subject]]:
     """The failing patches' issues and the good patches, from each patch's (name, verdict, good,
-    detail) and the FINDINGS' lines (a good patch with a finding failed its site checks); each
-    body ends with the command that fixes it at UPSTREAM_COMMIT."""
+    detail, plain text) and the FINDINGS' Markdown lines (a good patch with a finding failed its
+    site checks); each body ends with the command that fixes it at UPSTREAM_COMMIT."""
     fix = (f"\n\nTo fix it: `patchkit rebase upstream@{upstream_commit}`, edit, `patchkit rebase --continue`."
            if upstream_commit else "")
-    problems = [Problem(Subject("patch", name), verdict, detail or verdict, findings.get(name, detail) + fix)
+    problems = [Problem(Subject("patch", name), verdict, detail or verdict, findings.get(name, md_text(detail)) + fix)
                 for name, verdict, good, detail in patches if not good or name in findings]
     good = [Subject("patch", name) for name, _, good, _ in patches if good and name not in findings]
     return problems, good

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from patchkit.apply import HunkVerdict, PatchResult, Verdict
 from patchkit.report import JUnitCase, junit_xml, md_table
+from patchkit.untrusted import md_text
 
 STYLE = {
     Verdict.CLEAN: "green", Verdict.OFFSET: "green", Verdict.MERGED: "cyan",
@@ -141,15 +142,12 @@ def to_markdown(report) -> str:
 
 
 def commit_md(c) -> str:
-    """An upstream commit (a Culprit) in Markdown: its id linked, subject, the `(#N)` that ends the
-    subject linked to its pull request."""
+    """An upstream commit (a Culprit) in Markdown: its id linked, and its subject (upstream's text)
+    as text, each `#N` in it linked to upstream's pull request."""
     if c is None:
         return "-"
     commit = f"[`{c.commit[:12]}`]({c.url})" if c.url else f"`{c.commit[:12]}`"
-    subject = c.subject
-    if c.pull_url and subject.rstrip().endswith(f"(#{c.pull})"):
-        subject = f"{subject.rstrip()[:-len(f'(#{c.pull})')]}([#{c.pull}]({c.pull_url}))"
-    return f"{commit} {subject}"
+    return f"{commit} {md_text(c.subject, c.pulls)}"
 
 
 def junit_cases(report) -> list[JUnitCase]:

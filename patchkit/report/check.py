@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from patchkit import __version__
+from patchkit import DISTRIBUTION, __version__
 from patchkit.checks.results import CheckReport, Region, RuleResult, SiteReport, SiteStatus, flag_shortener
 from patchkit.report import JUnitCase, junit_xml, md_table
 
@@ -141,7 +141,7 @@ def _homepage() -> dict:
     from importlib.metadata import PackageNotFoundError, metadata
 
     try:
-        meta = metadata("patchkit")
+        meta = metadata(DISTRIBUTION)
     except PackageNotFoundError:
         return {}
     urls = [u.split(",", 1)[-1].strip() for u in meta.get_all("Project-URL") or []]

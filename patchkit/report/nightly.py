@@ -5,22 +5,29 @@ from __future__ import annotations
 from patchkit.nightly.refresh import Change
 from patchkit.report import JUnitCase, junit_xml, md_table
 from patchkit.report import apply as render_apply
+from patchkit.untrusted import md_code, md_text
 
 
-def finding_line(f) -> str:
-    """One line a maintainer acts on: what happened to the patch, and which upstream commit did it."""
+def finding_line(f, markdown: bool = False) -> str:
+    """One line a maintainer acts on: what happened to the patch, and which upstream commit did it.
+    MARKDOWN: for an issue, upstream's subject, author and the detail shown as text (untrusted)."""
+    def text(value: str, pulls: str | None = None) -> str:
+        return md_text(value, pulls) if markdown else value
+
+    patch = md_code(f.patch) if markdown else f.patch
     if f.culprit is None:
-        return f"{f.patch}: {f.kind}: {f.detail}"
+        return f"{patch}: {f.kind}: {text(f.detail)}"
     c = f.culprit
-    where = c.pull_url or c.url or c.commit
-    return f"{f.patch}: {f.kind} by {c.commit[:12]} {c.subject}, {c.author}, {c.date} <{where}>: {f.detail}"
+    commit = render_apply.commit_md(c) if markdown else f"{c.commit[:12]} {c.subject}"
+    where = "" if markdown else f" <{c.pull_url or c.url or c.commit}>"
+    return f"{patch}: {f.kind} by {commit}, {text(c.author)}, {c.date}{where}: {text(f.detail, c.pulls)}"
 
 
-def finding_lines(report) -> dict[str, str]:
+def finding_lines(findings, markdown: bool = False) -> dict[str, str]:
     """Each patch's findings, one line each: a conflict and the drift under it are both its."""
     lines: dict[str, list[str]] = {}
-    for f in report.findings:
-        lines.setdefault(f.patch, []).append(finding_line(f))
+    for f in findings:
+        lines.setdefault(f.patch, []).append(finding_line(f, markdown))
     return {patch: "\n\n".join(found) for patch, found in lines.items()}
 
 
@@ -76,7 +83,7 @@ def to_markdown(report) -> str:
     if rebase_command(report):
         parts.append(f"To fix it: `{rebase_command(report)}`, edit, `patchkit rebase --continue`.\n\n")
     if report.findings:
-        rows = [[f"`{f.patch}`", f.kind, _culprit_md(f), f"{f.probes}/{f.bound}", f.detail]
+        rows = [[f"`{f.patch}`", f.kind, _culprit_md(f), f"{f.probes}/{f.bound}", md_text(f.detail)]
                 for f in report.findings]
         parts += ["## What upstream did to the queue\n\n",
                   md_table(["patch", "finding", "upstream commit", "probes", "detail"], rows), "\n"]
@@ -84,7 +91,7 @@ def to_markdown(report) -> str:
                   if f.applied_upstream]
     if report.build_blame:
         parts += ["## Failed builds\n\n", md_table(["backend", "whose fault", "why"],
-                                                    [[b.backend, b.fault, b.detail] for b in report.build_blame]), "\n"]
+                                                    [[b.backend, b.fault, md_text(b.detail)] for b in report.build_blame]), "\n"]
     if report.refreshed:
         parts += ["## Refresh\n\n", md_table(["patch", "change"], [[f"`{r.name}`", r.change.value] for r in report.refreshed])]
         parts += [f"\n### {r.name}\n\n```diff\n{r.content_diff.rstrip()}\n```\n" for r in report.refreshed
@@ -97,7 +104,7 @@ def to_markdown(report) -> str:
 
 def _culprit_md(f) -> str:
     c = f.culprit
-    return "-" if c is None else f"{render_apply.commit_md(c)}, {c.author}, {c.date}"
+    return "-" if c is None else f"{render_apply.commit_md(c)}, {md_text(c.author)}, {c.date}"
 
 
 def to_junit(report) -> str:
@@ -105,7 +112,7 @@ def to_junit(report) -> str:
     first = {}
     for f in report.findings:
         first.setdefault(f.patch, f)
-    lines = finding_lines(report)
+    lines = finding_lines(report.findings)
     cases = []
     for case in render_apply.junit_cases(report.apply):
         f = first.get(case.name)

@@ -8,8 +8,10 @@ import re
 from patchkit.ci.summary import NO_REPORT, NOT_BUILT, Backend, NightSummary
 from patchkit.ci.workflow import BUILD_ARTIFACT
 from patchkit.report import md_table
+from patchkit.untrusted import md_text
 
-_FAULT = {"upstream": "upstream's fault", "queue": "the queue's fault", "unknown": "whose fault is unknown"}
+_FAULT = {"upstream": "upstream's fault", "queue": "the queue's fault",
+          "environment": "fails without the queue too", "unknown": "whose fault is unknown"}
 
 
 def build_label(backend: Backend) -> str:
@@ -42,11 +44,12 @@ def to_markdown(summary: NightSummary) -> str:
     parts = [f"# patchkit night: {'good' if summary.passed else 'needs attention'}\n\n",
              f"**{summary_line(summary)}**\n\n"]
     if summary.backends:
-        rows = [[b.name, build_label(b), {True: "passed", False: "failed", None: "-"}[b.smoke], b.detail]
+        # Smoke: "not run" where the build made nothing to run.
+        rows = [[b.name, build_label(b), {True: "passed", False: "failed", None: "not run"}[b.smoke], md_text(b.detail)]
                 for b in summary.backends]
         parts += ["## Builds\n\n", md_table(["backend", "build", "smoke", "detail"], rows), "\n"]
-        if any(b.fault == "upstream" for b in summary.backends):
-            parts.append("A backend broken by upstream alone does not hold the refresh back.\n\n")
+        if any(b.fault in ("upstream", "environment") for b in summary.backends):
+            parts.append("A backend that fails without the queue too does not hold the refresh back.\n\n")
     if summary.nightly_markdown:
         # The nightly job's own report, one heading level down.
         parts += ["---\n\n", re.sub(r"(?m)^#", "##", summary.nightly_markdown)]
@@ -55,15 +58,21 @@ def to_markdown(summary: NightSummary) -> str:
 
 def backend_issue(backend: Backend, summary: NightSummary) -> tuple[str, str]:
     """A failing backend's issue: the end of its title, and its body."""
-    verdict = {"failed": {"upstream": "broken by upstream", "queue": "broken by the queue"}.get(
+    verdict = {"failed": {"upstream": "broken by upstream", "queue": "broken by the queue",
+                          "environment": "failing to build without the queue too"}.get(
         backend.fault or "", "failing to build"), NO_REPORT: "without a report"}.get(backend.status, backend.status)
     if backend.status == "ok":
         verdict = "failing its smoke test"
-    why = {"upstream": "The unpatched upstream fails to build too: upstream's fault. It does not hold the "
-                       "refresh back.",
+    why = {"upstream": "The unpatched upstream fails to build too, and this backend built in the same "
+                       "environment before: upstream's fault. It does not hold the refresh back.",
+           "environment": "The unpatched upstream fails to build too, and this backend is not known to have "
+                          "built in this environment: check the recipe or the runner. It does not hold the "
+                          "refresh back.",
            "queue": "The unpatched upstream builds: the queue's fault. The refresh waits until it builds."
            }.get(backend.fault or "", "The refresh waits until it is good.")
     commit = f" on upstream `{summary.upstream_commit[:12]}`" if summary.upstream_commit else ""
-    body = (f"Backend `{backend.name}`{commit}: {build_label(backend)}.\n\n{backend.detail}\n\n{why}\n\n"
-            f"Its log and report are in the run's `{BUILD_ARTIFACT.format(backend.name)}` artifact.")
+    logs = (f"`logs/{backend.name}.log`" + (f" and `logs/{backend.name}-unpatched.log`" if backend.fault else "")
+            if backend.status == "failed" else "its log")
+    body = (f"Backend `{backend.name}`{commit}: {build_label(backend)}.\n\n{md_text(backend.detail)}\n\n{why}\n\n"
+            f"Its report and {logs} are in the run's `{BUILD_ARTIFACT.format(backend.name)}` artifact.")
     return verdict, body

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patchkit.errors import EnvironmentProblem, PatchkitError
+from patchkit.untrusted import environment
 
 if TYPE_CHECKING:
     from patchkit.backends import BuildResult
@@ -96,7 +97,7 @@ def run_smoke(tree: Path, rules: list, recipe, *, upstream_commit: str | None = 
     so = interpose.build_interposer(work)
     target = model.write_model(work / "target.gguf", seed=1).path
     draft = model.write_model(work / "draft.gguf", seed=2).path
-    env = {**os.environ, **interpose.preload_env(so, log)}
+    env = {**environment(os.environ), **interpose.preload_env(so, log)}  # upstream's server runs with it
     say(f"smoke: running {server.name} under the interposer")
     start = time.monotonic()
     runs = driver.run_scenario(server, target, driver_scenario(draft), env=env, workdir=work, deadline=deadline)

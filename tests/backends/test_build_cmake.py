@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -107,6 +108,21 @@ def test_unused_define_fails_as_stale(tmp_path: Path) -> None:
     assert result["build_seconds"] == 0  # nothing built from a stale recipe
 
 
+def test_cudaarchs_reaches_cmake_as_the_architecture_list(tmp_path: Path) -> None:
+    """CMake reads CUDAARCHS only at enable_language(CUDA), after llama.cpp set its own list:
+    patchkit passes it on as CMAKE_CUDA_ARCHITECTURES (unused here, which is no stale recipe), and
+    LDFLAGS reaches CMake's linker flags."""
+    recipe = (REPO_RECIPES / "cpu.yaml").read_text().split("\nci:")[0]
+    recipe += "\nenvironment:\n  CUDAARCHS: 89-real\n  LDFLAGS: -Wl,--allow-shlib-undefined\n"
+    folder = recipes_dir(tmp_path, archs=recipe)
+    tree = copy_project(tmp_path)
+    run = patchkit("build", tree, "-b", "archs", "--recipes", folder)
+    assert run.code == 0, run.stderr
+    cache = (tree / "build/archs/CMakeCache.txt").read_text()
+    assert "CMAKE_CUDA_ARCHITECTURES:UNINITIALIZED=89-real" in cache
+    assert re.search(r"^CMAKE_EXE_LINKER_FLAGS:STRING=.*-Wl,--allow-shlib-undefined", cache, re.M)
+
+
 def test_compile_error_reported_with_file_and_line(tmp_path: Path) -> None:
     tree = copy_project(tmp_path)
     server = tree / "tools/server/server.cpp"
@@ -196,3 +212,33 @@ def test_real_llama_cpp_cpu_build(tmp_path: Path) -> None:
     (result,) = json.loads((tmp_path / "r.json").read_text())["results"]
     assert run.code == 0 and result["status"] == "ok", result
     assert [a["target"] for a in result["artifacts"]] == ["llama-server"]
+
+
+# Upstream's CMake at its most hostile: it writes to the runner's command files, reads the tokens,
+# and fails with a message made of workflow commands.
+HOSTILE = """
+if(DEFINED ENV{GITHUB_ENV})
+  file(APPEND "$ENV{GITHUB_ENV}" "LD_PRELOAD=/tmp/evil.so\\n")
+endif()
+file(WRITE "${CMAKE_BINARY_DIR}/seen.txt" "[$ENV{GITHUB_TOKEN}][$ENV{ACTIONS_RUNTIME_TOKEN}][$ENV{GITHUB_OUTPUT}]")
+message(STATUS "::add-mask::hidden")
+message(FATAL_ERROR "\\n::error file=ggml.c,line=1::pwned\\n::stop-commands::tok\\n##[error]legacy")
+"""
+
+
+def test_a_hostile_upstream_build_reaches_no_command_file_token_or_workflow_command(tmp_path):
+    tree = copy_project(tmp_path)
+    with (tree / "CMakeLists.txt").open("a") as cmake_lists:
+        cmake_lists.write(HOSTILE)
+    command_file = tmp_path / "github-env"
+    command_file.write_text("")
+    env = {**os.environ, "NO_COLOR": "1", "GITHUB_ACTIONS": "true", "GITHUB_ENV": str(command_file),
+           "GITHUB_OUTPUT": str(command_file), "GITHUB_TOKEN": "ghp_secret", "ACTIONS_RUNTIME_TOKEN": "rt_secret"}
+    proc = subprocess.run([sys.executable, "-m", "patchkit", "build", str(tree), "-b", "cpu", "--recipes",
+                           str(REPO_RECIPES)], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 1, proc.stderr
+    assert command_file.read_text() == ""
+    assert (tree / "build/cpu/seen.txt").read_text() == "[][][]"
+    printed = proc.stdout + proc.stderr
+    assert "pwned" in printed  # the message is shown ...
+    assert not re.search(r"^[ \t\r]*(::|##\[)", printed, re.M), printed  # ... as text

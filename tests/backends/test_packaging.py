@@ -30,7 +30,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if proc.returncode != 0 and "from versions: none" in proc.stderr:
         pytest.skip("pip found no setuptools to build with (no package index here)")
     assert proc.returncode == 0, proc.stderr
-    (built,) = out.glob("patchkit-*.whl")
+    (built,) = out.glob("patchkit_queue-*.whl")
     return built
 
 

@@ -9,7 +9,7 @@ import pytest
 from conftest import run_cli
 from github_fake import REPO, RUN, TOKEN, FakeGitHub, fake_fixture  # noqa: F401 (a fixture)
 from patchkit.errors import EnvironmentProblem, PatchkitError
-from patchkit.ci.github import LABEL, Action, GitHub, GitHubConfig, Problem, Subject
+from patchkit.github import LABEL, Action, GitHub, GitHubConfig, Problem, Subject
 
 class Sleeps(list):
     def __call__(self, seconds: float) -> None:

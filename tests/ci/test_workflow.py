@@ -11,12 +11,20 @@ import pytest
 import yaml
 
 from conftest import run_cli
+from installed import as_installed, installed_patchkit  # noqa: F401 (fixtures)
 from patchkit.errors import PatchkitError
 from patchkit.backends.recipe import CiEnvironment
+from patchkit.ci.actions import PINS
+from patchkit.ci.install import Install
 from patchkit.ci.workflow import nightly_workflow
 
 WORKFLOW = Path(".github/workflows/patchkit-nightly.yml")
 TOKEN = "${{ secrets.PATCHKIT_TOKEN || github.token }}"
+
+
+@pytest.fixture(autouse=True)
+def _installed(as_installed):
+    """`ci github` as a user runs it: from patchkit installed, not editable (which it refuses)."""
 
 
 def fork(tmp_path: Path, config: str = "") -> Path:
@@ -36,7 +44,7 @@ def actionlint(path: Path, *options: str) -> subprocess.CompletedProcess:
 
 
 def steps_by_name(job: dict) -> dict[str, dict]:
-    return {step.get("name", step.get("uses")): step for step in job["steps"]}
+    return {step.get("name", step.get("uses", "").split("@")[0]): step for step in job["steps"]}
 
 
 def lint_clean(path: Path, *options: str) -> None:
@@ -71,15 +79,20 @@ def test_generated_workflow_passes_actionlint_and_has_the_structure(tmp_path):
     assert nightly["outputs"] == {"commit": "${{ steps.night.outputs.commit }}"}
     mirror = steps["Restore the upstream mirror"]["with"]
     # In the workspace, where a container job restores it too, and patchkit told so.
-    assert mirror == {"path": ".patchkit/cache/patchkit", "key": "patchkit-mirror-${{ github.run_id }}",
+    # Keyed by the week: one new entry a week, not one a night.
+    assert mirror == {"path": ".patchkit/cache/patchkit", "key": "patchkit-mirror-${{ steps.week.outputs.week }}",
                       "restore-keys": "patchkit-mirror-"}
-    cache_home = 'echo "XDG_CACHE_HOME=$GITHUB_WORKSPACE/.patchkit/cache" >> "$GITHUB_ENV"'
-    assert nightly["steps"][0]["run"] == cache_home
+    cache_home = ('echo "XDG_CACHE_HOME=$GITHUB_WORKSPACE/.patchkit/cache" >> "$GITHUB_ENV"\n'
+                  'echo "week=$(date -u +%G-w%V)" >> "$GITHUB_OUTPUT"\n')
+    assert nightly["steps"][0]["run"] == cache_home and nightly["steps"][0]["id"] == "week"
     save = steps["Save the upstream mirror"]
-    assert save["uses"] == "actions/cache/save@v4" and save["if"] == "always()"
+    # Saved by the default branch's runs alone, and only when this week's key is not there yet.
+    assert save["uses"] == f"actions/cache/save@{PINS['actions/cache/save'][0]}"
+    assert save["if"] == ("always() && github.ref_name == github.event.repository.default_branch "
+                          "&& steps.mirror.outputs.cache-hit != 'true'")
     assert save["with"] == {"path": ".patchkit/cache/patchkit", "key": mirror["key"]}
     upload = steps["Upload patchkit-nightly"]
-    assert upload["uses"] == "actions/upload-artifact@v4" and upload["if"] == "always()"
+    assert upload["uses"] == f"actions/upload-artifact@{PINS['actions/upload-artifact'][0]}" and upload["if"] == "always()"
     assert upload["with"]["path"] == ".patchkit/nightly" and upload["with"]["include-hidden-files"] is True
 
     for backend, packages in (("cpu", "ccache"), ("vulkan", "ccache glslc libvulkan-dev spirv-headers")):
@@ -88,11 +101,14 @@ def test_generated_workflow_passes_actionlint_and_has_the_structure(tmp_path):
         assert job["permissions"] == {"contents": "read"} and job["env"]["BACKEND"] == backend
         steps = steps_by_name(job)
         assert steps["Install the packages"]["run"] == f"sudo apt-get update -qq && sudo apt-get install -y -qq {packages}"
-        assert steps["Install patchkit"]["run"] == 'python -m pip install -q "$PATCHKIT" cmake ninja'
+        assert steps["Install patchkit"]["run"] == (
+            "python -m pip install -q --no-deps --require-hashes -r .github/patchkit/requirements.txt\n"
+            "python -m pip install -q -r .github/patchkit/dependencies.txt cmake ninja\n")
+        assert job["env"]["CCACHE_MAXSIZE"] == "500M"
         assert steps["Restore the upstream mirror"]["with"] == mirror
         assert steps["Keep patchkit's cache in the workspace"]["run"] == cache_home
         ccache = steps["Restore ccache"]["with"]
-        assert ccache == {"path": "~/.cache/ccache", "key": f"ccache-{backend}-${{{{ github.run_id }}}}",
+        assert ccache == {"path": "~/.cache/ccache", "key": f"ccache-{backend}-${{{{ steps.week.outputs.week }}}}",
                           "restore-keys": f"ccache-{backend}-"}
         assert steps["Save ccache"]["with"] == {"path": "~/.cache/ccache", "key": ccache["key"]}
         build = steps["Apply at the nightly's commit and build"]
@@ -102,7 +118,6 @@ def test_generated_workflow_passes_actionlint_and_has_the_structure(tmp_path):
         assert not any("smoke" in name.lower() for name in steps)  # no --smoke
 
     steps = steps_by_name(summary)
-    assert steps["actions/checkout@v4"]["with"]["token"] == TOKEN
     assert steps["Download every report"]["with"] == {"pattern": "patchkit-*", "path": "reports"}
     gather = steps["Gather the night"]
     assert gather["run"] == ("patchkit ci summary reports --backend cpu --backend vulkan "
@@ -110,18 +125,37 @@ def test_generated_workflow_passes_actionlint_and_has_the_structure(tmp_path):
     assert gather["env"] == {"GITHUB_TOKEN": TOKEN}
     push = steps["Push the refreshed patches and the lock"]
     assert push["if"] == "!cancelled() && steps.summary.outputs.refresh == 'true'"
-    assert push["env"] == {"BRANCH": "patchkit/refresh", "NIGHT": "reports/patchkit-nightly"}
-    assert 'git push --force origin "HEAD:refs/heads/$BRANCH"' in push["run"]
-    assert "git add -A -- patches patchkit.lock" in push["run"]
+    assert push["env"] == {"GITHUB_TOKEN": TOKEN, "BRANCH": "patchkit/refresh", "NIGHT": "reports/patchkit-nightly",
+                           "SUMMARY": ".patchkit/summary"}
+    # The URL is the server's (GitHub Enterprise too); the token in git's environment, not in .git/config.
+    assert 'git push --force "$GITHUB_SERVER_URL/$GITHUB_REPOSITORY.git" "HEAD:refs/heads/$BRANCH"' in push["run"]
+    assert 'GIT_CONFIG_KEY_0="http.$GITHUB_SERVER_URL/.extraheader"' in push["run"]
+    assert "git add -A -- patches patchkit.lock patchkit.builds.json" in push["run"]
     # The cache is neither uploaded nor in a folder uploaded, nor pushed.
     uploads = [step["with"]["path"] for job in jobs.values() for step in job["steps"]
-               if step.get("uses") == "actions/upload-artifact@v4"]
+               if step.get("uses", "").startswith("actions/upload-artifact@")]
     assert uploads and not any(".patchkit/cache/patchkit".startswith(f"{u}/") or u.startswith(".patchkit/cache")
                                for u in uploads)
     pr = steps["Open or update the pull request"]
     assert pr["if"] == "!cancelled() && steps.push.outputs.ref != ''" and pr["env"]["GITHUB_TOKEN"] == TOKEN
     assert pr["run"] == ('patchkit ci pull-request "$BRANCH" --base "$GITHUB_REF_NAME" '
                          "--body-file .patchkit/summary/report.md")
+
+    # No credential where it is not used: no checkout leaves one behind, and the token is in the
+    # env: of the three steps that call the API or push, and nowhere else.
+    every = [step for job in jobs.values() for step in job["steps"]]
+    checkouts = [step for step in every if step.get("uses", "").startswith("actions/checkout@")]
+    assert len(checkouts) == 4 and all(step["with"] == {"persist-credentials": False} for step in checkouts)
+    holders = [step["name"] for step in every if TOKEN in yaml.dump(step)]
+    assert holders == ["Gather the night", "Push the refreshed patches and the lock", "Open or update the pull request"]
+    assert all(step["env"]["GITHUB_TOKEN"] == TOKEN for step in every if step.get("name") in holders)
+    # Every action by its commit id, with its tag beside it for people.
+    text = path.read_text()
+    for step in every:
+        if "uses" in step:
+            action, commit = step["uses"].split("@")
+            assert commit == PINS[action][0], step
+            assert f"uses: {action}@{commit}  # {PINS[action][1]}\n" in text
 
 
 def test_every_backend_builds_in_its_recipes_environment_with_the_smoke_test(tmp_path):
@@ -142,18 +176,23 @@ def test_every_backend_builds_in_its_recipes_environment_with_the_smoke_test(tmp
     assert (cuda["runs-on"], cuda["container"]) == ("ubuntu-24.04", "nvidia/cuda:12.6.2-devel-ubuntu24.04")
     assert (hip["runs-on"], hip["container"]) == ("ubuntu-22.04", "rocm/dev-ubuntu-22.04:6.1.2")
     for job in (cuda, hip):
-        names = [step.get("name", step.get("uses")) for step in job["steps"]]
+        names = list(steps_by_name(job))
         # git before checkout: without it, checkout downloads a tarball, not a repository.
-        assert names.index("Install the packages") < names.index("actions/checkout@v4")
+        assert names.index("Install the packages") < names.index("actions/checkout")
         steps = steps_by_name(job)
         install = steps["Install the packages"]["run"]
         assert "sudo" not in install and "apt-get install" in install
         assert {"git", "python3", "python3-venv", "ccache"} <= set(install.split())
-        assert "actions/setup-python@v5" not in steps
-        assert 'pip install -q "$PATCHKIT" cmake ninja' in steps["Install patchkit"]["run"]
+        assert "actions/setup-python" not in steps
+        assert ('"$HOME/.patchkit-venv/bin/python" -m pip install -q -r .github/patchkit/dependencies.txt cmake ninja'
+                in steps["Install patchkit"]["run"])
         assert '"$GITHUB_PATH"' in steps["Install patchkit"]["run"]
         assert "GPU" in steps["Smoke test (not run)"]["run"]
-    assert "rocblas-dev hipblas-dev" in steps_by_name(hip)["Install the packages"]["run"]
+    assert "build-essential rocblas-dev hipblas-dev" in steps_by_name(hip)["Install the packages"]["run"]
+    # CUDA as llama.cpp's own CI builds it in a driverless image: one architecture, the driver's
+    # stub allowed at link time, and a host compiler.
+    assert "build-essential" in steps_by_name(cuda)["Install the packages"]["run"].split()
+    assert (cuda["env"]["CUDAARCHS"], cuda["env"]["LDFLAGS"]) == ("89-real", "-Wl,--allow-shlib-undefined")
 
     metal = steps_by_name(jobs["build-metal"])
     assert jobs["build-metal"]["runs-on"] == "macos-latest" and metal["Install the packages"]["run"] == "brew install ccache"
@@ -163,6 +202,7 @@ def test_every_backend_builds_in_its_recipes_environment_with_the_smoke_test(tmp
     assert "intel-oneapi-compiler-dpcpp-cpp" in sycl["Set up sycl"]["run"]
     assert sycl["Apply at the nightly's commit and build"]["run"].startswith(
         'source "/opt/intel/oneapi/setvars.sh" >/dev/null\npatchkit nightly ')
+    assert "intel-oneapi-dnnl-devel" in sycl["Set up sycl"]["run"]
 
     cpu = steps_by_name(jobs["build-cpu"])
     assert cpu["Smoke test"]["run"] == 'patchkit smoke --backend "$BACKEND" --json "$REPORTS/smoke.json"'
@@ -200,6 +240,8 @@ def test_a_backend_without_a_ci_environment_is_refused_unless_runs_on_gives_one(
     assert cuda["runs-on"] == ["self-hosted", "gpu"]
     assert cuda["container"] == {"image": "nvidia/cuda:12.6.2-devel-ubuntu24.04", "options": "--gpus all"}
     assert "Smoke test" in steps_by_name(cuda)
+    # There, with the GPU and its driver: built for that GPU, the driver linked for real.
+    assert cuda["env"]["CUDAARCHS"] == "native" and "LDFLAGS" not in cuda["env"]
 
 
 def test_a_gpu_container_gets_its_vendors_gpu_options_on_a_runs_on_runner_only(tmp_path):
@@ -215,6 +257,18 @@ def test_a_gpu_container_gets_its_vendors_gpu_options_on_a_runs_on_runner_only(t
     assert jobs["build-hip"]["container"] == {"image": "rocm/dev-ubuntu-22.04:6.1.2",
                                               "options": "--device /dev/kfd --device /dev/dri --group-add video"}
     assert "Smoke test" in steps_by_name(jobs["build-hip"])
+
+
+def test_oneapis_environment_is_sourced_in_every_step_that_builds_or_runs(tmp_path):
+    """setvars.sh changes its own step's environment only: the smoke test, which runs the SYCL
+    binaries, sources it as the build does."""
+    root = fork(tmp_path)
+    result = run_cli("ci", "github", "--backend", "sycl", "--smoke", "--runs-on", "sycl=self-hosted,arc", cwd=root)
+    assert result.returncode == 0, result.stderr
+    steps = steps_by_name(yaml.safe_load((root / WORKFLOW).read_text())["jobs"]["build-sycl"])
+    source = 'source "/opt/intel/oneapi/setvars.sh" >/dev/null\n'
+    assert steps["Apply at the nightly's commit and build"]["run"].startswith(source)
+    assert steps["Smoke test"]["run"] == source + 'patchkit smoke --backend "$BACKEND" --json "$REPORTS/smoke.json"\n'
 
 
 def test_a_self_hosted_mac_is_known_by_its_recipe_not_its_labels(tmp_path):
@@ -247,8 +301,9 @@ def test_custom_runner_labels_come_with_the_actionlint_config_they_need(tmp_path
                      "--runs-on", "metal=self-hosted,apple-m2", "--runs-on", "cuda=self-hosted,linux,gpu,X64",
                      "--runs-on", "cpu=ubuntu-22.04", cwd=root)
     assert result.returncode == 0, result.stderr
-    first, said, *lines = result.stdout.splitlines(keepends=True)
-    assert first.startswith("wrote ") and ".github/actionlint.yaml" in said
+    first, wheel, said, *lines = result.stdout.splitlines(keepends=True)
+    assert first.startswith("wrote ") and ".github/patchkit/requirements.txt" in wheel
+    assert ".github/actionlint.yaml" in said
     assert yaml.safe_load("".join(lines)) == {"self-hosted-runner": {"labels": ["apple-m2", "gpu"]}}
     config = tmp_path / "actionlint.yaml"
     config.write_text("".join(lines))
@@ -289,7 +344,8 @@ def test_gpu_options_need_a_gpu_container(tmp_path, ci, expected):
 def test_actionlint_does_catch_a_broken_workflow(tmp_path):
     """The lint above proves something: the same file with a job that needs a missing job fails."""
     path = tmp_path / "broken.yml"
-    path.write_text(nightly_workflow({"cpu": CiEnvironment("ubuntu-24.04")}).replace("needs: nightly", "needs: nightlyy"))
+    workflow = nightly_workflow({"cpu": CiEnvironment("ubuntu-24.04")}, install=Install("wheel", None, {}))
+    path.write_text(workflow.replace("needs: nightly", "needs: nightlyy"))
     lint = actionlint(path)
     assert lint.returncode == 1 and "nightlyy" in lint.stdout
 
@@ -312,15 +368,15 @@ def test_options_and_a_cache_inside_the_repository(tmp_path):
     root = fork(tmp_path, "cache: .cache/patchkit\n")
     out = tmp_path / "elsewhere.yml"
     result = run_cli("ci", "github", "-o", str(out), "--cron", "30 2 * * 1-5", "--python", "3.12",
-                     "--branch", "bot/rebase", "--patchkit", "patchkit @ git+https://example.invalid/pk@v1",
+                     "--branch", "bot/rebase", "--patchkit", "patchkit-queue @ git+https://example.invalid/pk@v1",
                      cwd=root)
     assert result.returncode == 0, result.stderr
     workflow = yaml.safe_load(out.read_text())
     nightly = steps_by_name(workflow["jobs"]["nightly"])
     assert workflow["on"]["schedule"] == [{"cron": "30 2 * * 1-5"}]
     assert nightly["Restore the upstream mirror"]["with"]["path"] == ".cache/patchkit"
-    assert nightly["actions/setup-python@v5"]["with"] == {"python-version": "3.12"}
-    assert nightly["Install patchkit"]["env"] == {"PATCHKIT": "patchkit @ git+https://example.invalid/pk@v1"}
+    assert nightly["actions/setup-python"]["with"] == {"python-version": "3.12"}
+    assert nightly["Install patchkit"]["env"] == {"PATCHKIT": "patchkit-queue @ git+https://example.invalid/pk@v1"}
     summary = steps_by_name(workflow["jobs"]["summary"])
     assert summary["Push the refreshed patches and the lock"]["env"]["BRANCH"] == "bot/rebase"
     assert not (root / WORKFLOW).exists()
@@ -348,7 +404,7 @@ def test_unknown_backend_and_bad_values_are_one_line_errors(tmp_path):
         assert result.returncode == 2 and words in result.stderr and result.stderr.count("\n") == 1, args
     assert not (root / WORKFLOW).exists()
     with pytest.raises(PatchkitError, match="no backend"):
-        nightly_workflow({})
+        nightly_workflow({}, install=Install("wheel", None, {}))
 
 
 def test_the_workflow_goes_through_a_fifo_and_never_into_a_folder(project, tmp_path):

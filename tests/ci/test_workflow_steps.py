@@ -20,18 +20,22 @@ What GitHub Actions would provide is substituted, and nothing else:
   `restore-keys` prefix); `actions/upload-artifact` copies the path to a
   folder per artifact, `actions/download-artifact` copies every one matching its pattern back,
   one folder each.
-- The step that runs `pip install "$PATCHKIT" ...` is this checkout instead: a `patchkit` on PATH
-  runs `python -m patchkit` with PYTHONPATH at this checkout (cmake and ninja are the machine's).
+- The step "Install patchkit" is this checkout instead: a `patchkit` on PATH runs `python -m
+  patchkit` with PYTHONPATH at this checkout (cmake and ninja are the machine's); the wheel it
+  would install is tested in test_install.py.
   The step that installs packages with apt is skipped: the tools are present here (ccache or not,
   patchkit builds).
 - `$GITHUB_OUTPUT`, `$GITHUB_ENV`, `$GITHUB_PATH` and `$GITHUB_STEP_SUMMARY` are files, read back as
   the runner does; GITHUB_REPOSITORY, GITHUB_REF_NAME (main), GITHUB_RUN_ID and GITHUB_API_URL (the
-  tests' fake GitHub) are set.
+  tests' fake GitHub) are set; GITHUB_SERVER_URL is a `file://` folder holding the fork's remote
+  as `owner/name.git`, where the push goes. `github.ref_name` and
+  `github.event.repository.default_branch` are main; a cache restore's `cache-hit` is an output.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import json
 import os
 import re
 import shutil
@@ -46,6 +50,8 @@ import yaml
 
 from conftest import git_identity, run_cli
 from github_fake import REPO, TOKEN, FakeGitHub, fake_fixture  # noqa: F401 (a fixture)
+from installed import as_installed, installed_patchkit  # noqa: F401 (fixtures)
+from patchkit.ci.actions import PINS
 
 PROJECT = Path(__file__).resolve().parents[1] / "backends" / "project"
 CHECKOUT = Path(__file__).resolve().parents[2]
@@ -68,9 +74,15 @@ class Runner:
     root: Path
     fork_remote: Path
     github: FakeGitHub
+    server: Path = field(init=False)  # GITHUB_SERVER_URL: the fork's remote is owner/name.git there
     job_outputs: dict[str, dict[str, str]] = field(default_factory=dict)
     results: dict[str, str] = field(default_factory=dict)  # job id -> success, failure, skipped
     logs: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.server = self.root / "server"
+        (self.server / f"{REPO}.git").parent.mkdir(parents=True)
+        (self.server / f"{REPO}.git").symlink_to(self.fork_remote)
 
     def run_job(self, job_id: str, job: dict[str, Any]) -> None:
         needs = job.get("needs", [])
@@ -88,7 +100,7 @@ class Runner:
         bin_dir.mkdir()
         env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "XDG_", "PATCHKIT_"))}
         env.update(HOME=str(home), CI="true", GITHUB_ACTIONS="true", GITHUB_REPOSITORY=REPO, GITHUB_REF_NAME="main",
-                   GITHUB_RUN_ID=RUN_ID, GITHUB_SERVER_URL="https://github.com", GITHUB_API_URL=self.github.url,
+                   GITHUB_RUN_ID=RUN_ID, GITHUB_SERVER_URL=self.server.as_uri(), GITHUB_API_URL=self.github.url,
                    GITHUB_WORKSPACE=str(workspace), PYTHONPATH=str(CHECKOUT), NO_COLOR="1",
                    GITHUB_STEP_SUMMARY=str(files / "step-summary.md"), PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
         env.update({k: self.expand(str(v), {}) for k, v in job.get("env", {}).items()})
@@ -107,11 +119,13 @@ class Runner:
                  machine: Path, workspace: Path, files: Path, bin_dir: Path) -> bool:
         name = step.get("name", step.get("uses"))
         if "uses" in step:
-            self.use(step["uses"], {k: self.expand(str(v), steps) for k, v in step.get("with", {}).items()},
-                     machine, workspace, bin_dir, env)
+            outputs = self.use(step["uses"], {k: self.expand(str(v), steps) for k, v in step.get("with", {}).items()},
+                               machine, workspace, bin_dir, env)
+            if "id" in step:
+                steps[step["id"]] = outputs
             return True
         script = self.expand(step["run"], steps)
-        if 'pip install -q "$PATCHKIT"' in script:  # this checkout instead
+        if name == "Install patchkit":  # this checkout instead
             shim = bin_dir / "patchkit"
             shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m patchkit "$@"\n')
             shim.chmod(0o755)
@@ -134,8 +148,10 @@ class Runner:
         return proc.returncode == 0
 
     def use(self, action: str, inputs: dict[str, str], machine: Path, workspace: Path, bin_dir: Path,
-            env: dict[str, str]) -> None:
+            env: dict[str, str]) -> dict[str, str]:
         home = Path(env["HOME"])
+        action, _, commit = action.partition("@")
+        assert commit == PINS[action][0], f"{action}@{commit} is not pinned"
 
         def path(value: str) -> Path:
             return home / value[2:] if value.startswith("~/") else workspace / value
@@ -147,13 +163,15 @@ class Runner:
             return machine.joinpath(*parts)
 
         store, artifacts = self.root / "cache-store", self.root / "artifacts"
-        if action == "actions/checkout@v4":
+        if action == "actions/checkout":
+            assert inputs == {"persist-credentials": "False"}
             workspace.rmdir()
             git("clone", "-q", "--branch", "main", str(self.fork_remote), str(workspace), cwd=self.root)
-        elif action == "actions/setup-python@v5":
+        elif action == "actions/setup-python":
             (bin_dir / "python").symlink_to(sys.executable)
-        elif action == "actions/cache/restore@v4":
+        elif action == "actions/cache/restore":
             key = store / inputs["key"]
+            hit = key.exists()
             if not key.exists() and "restore-keys" in inputs and store.exists():
                 keys = sorted((k for k in store.iterdir() if k.name.startswith(inputs["restore-keys"])),
                               key=lambda k: k.stat().st_mtime)
@@ -161,21 +179,23 @@ class Runner:
             if key.exists():
                 relative = (key / "path").read_text()
                 shutil.copytree(key / "files", cached(relative), symlinks=True, dirs_exist_ok=True)
-        elif action == "actions/cache/save@v4":
+            return {"cache-hit": "true" if hit else "false"}
+        elif action == "actions/cache/save":
             key, saved = store / inputs["key"], path(inputs["path"])
             if not key.exists() and saved.exists():  # a saved key never changes
                 shutil.copytree(saved, key / "files", symlinks=True)
                 (key / "path").write_text(os.path.relpath(saved, workspace))
-        elif action == "actions/upload-artifact@v4":
+        elif action == "actions/upload-artifact":
             assert inputs["include-hidden-files"] == "True"
             if path(inputs["path"]).exists():
                 shutil.copytree(path(inputs["path"]), artifacts / inputs["name"])
-        elif action == "actions/download-artifact@v4":
+        elif action == "actions/download-artifact":
             for artifact in sorted(artifacts.iterdir()):
                 if fnmatch.fnmatch(artifact.name, inputs["pattern"]):
                     shutil.copytree(artifact, path(inputs["path"]) / artifact.name)
         else:
             raise AssertionError(f"the workflow uses {action}, which this runner does not know")
+        return {}
 
     def expand(self, text: str, steps: dict[str, dict[str, str]]) -> str:
         return re.sub(r"\$\{\{\s*(.+?)\s*\}\}", lambda m: self.value(m.group(1), steps), text)
@@ -186,6 +206,8 @@ class Runner:
                 found = TOKEN
             elif operand == "github.run_id":
                 found = RUN_ID
+            elif operand in ("github.ref_name", "github.event.repository.default_branch"):
+                found = "main"
             elif operand.startswith("secrets."):
                 found = ""  # none is set
             elif m := re.fullmatch(r"steps\.([\w-]+)\.outputs\.([\w-]+)", operand):
@@ -244,7 +266,7 @@ def upstream_and_fork(tmp_path: Path, recipes: dict[str, str] | None = None) -> 
     return upstream, fork, remote
 
 
-def test_the_nightly_cpu_and_summary_jobs_run_as_written(tmp_path, fake):
+def test_the_nightly_cpu_and_summary_jobs_run_as_written(tmp_path, fake, as_installed):
     """A good night: the nightly applies and refreshes without a token, the CPU job builds at the
     commit it applied, and the summary pushes the refresh to the remote and opens its pull request
     with the night's one verdict; no issue is opened."""
@@ -260,13 +282,20 @@ def test_the_nightly_cpu_and_summary_jobs_run_as_written(tmp_path, fake):
 
     build = tmp_path / "artifacts/patchkit-build-cpu/report.json"
     assert '"status": "ok"' in build.read_text(), log
+    assert "# patchkit build cpu" in (tmp_path / "artifacts/patchkit-build-cpu/logs/cpu.log").read_text()
     summary = (tmp_path / "artifacts/patchkit-summary/report.json").read_text()
     assert '"refresh": true' in summary and '"passed": true' in summary
 
     # The refresh went to the remote, on its branch, with the lock at tonight's commit.
     lock = git("show", "patchkit/refresh:patchkit.lock", cwd=remote)
     assert upstream_commit in lock
+    # The record of what built where goes with it: cpu built tonight at this commit.
+    record = json.loads(git("show", "patchkit/refresh:patchkit.builds.json", cwd=remote))
+    assert record["backends"]["cpu"]["commit"] == upstream_commit
     assert git("rev-parse", "patchkit/refresh~1", cwd=remote) == git("rev-parse", "main", cwd=remote)
+    # The push carried the token in git's environment for that command: nothing of it stays on disk.
+    for config in (tmp_path / "machines").glob("*/**/.git/config"):
+        assert "extraheader" not in config.read_text() and TOKEN not in config.read_text(), config
     (pull,) = fake.pulls.values()
     assert (pull["head"], pull["base"]) == ("patchkit/refresh", "main")
     assert pull["body"].startswith("# patchkit night: good\n") and "cpu ok" in pull["body"]
@@ -283,7 +312,7 @@ def test_the_nightly_cpu_and_summary_jobs_run_as_written(tmp_path, fake):
     assert "no such command 'sumary'" in runner.logs[-1] and fake.log == []
 
 
-def test_a_container_job_builds_from_the_mirror_the_nightly_saved(tmp_path, fake):
+def test_a_container_job_builds_from_the_mirror_the_nightly_saved(tmp_path, fake, as_installed):
     """The CPU job in a container (its own workspace and HOME, as CUDA's and HIP's are): patchkit
     there finds the upstream mirror the nightly saved on the runner, and clones none of its own."""
     recipe = (CHECKOUT / "recipes/cpu.yaml").read_text().split("\nci:")[0]

@@ -22,8 +22,11 @@ def listing(folder) -> list[str]:
 def test_a_bad_night_after_a_good_one_leaves_only_its_own_files(project, tmp_path):
     apply(project, "b1000", update_lock=True)
     reports = tmp_path / "reports"
+    before = (project.patches_dir / PATCH_NAME).read_bytes()
     good = night(project, "HEAD", reports, "--no-update-lock")  # the bad night below bisects from b1000
     assert good.returncode == 0, good.stderr
+    # The lock stays, and so does the patch it names: the refresh onto HEAD is in the report only.
+    assert (project.patches_dir / PATCH_NAME).read_bytes() == before != (reports / "patches" / PATCH_NAME).read_bytes()
     assert listing(reports) == [MANIFEST, "junit.xml", f"patches/{PATCH_NAME}", "report.json", "report.md"]
     # What an earlier night wrote for a patch that has left the queue since, as its manifest says;
     # and the user's own files, one where refreshed patches go.
@@ -62,6 +65,13 @@ def test_a_file_the_night_would_write_over_that_patchkit_did_not_write_is_refuse
     again = night(project, "HEAD", reports)
     assert again.returncode == 2 and "junit.xml was not written by patchkit" in again.stderr
     assert (reports / "junit.xml").read_text().endswith("<!-- a note -->\n")
+
+    # The build logs a night with --build writes (logs/BACKEND.log) are checked the same way.
+    mine = tmp_path / "mine"
+    (mine / "logs").mkdir(parents=True)
+    (mine / "logs" / "cpu-unpatched.log").write_text("my notes\n")
+    refused = night(project, "HEAD", mine, "--build", "cpu")
+    assert refused.returncode == 2 and "cpu-unpatched.log was not written by patchkit" in refused.stderr
 
 
 def test_the_default_folder_is_patchkits_own_even_from_before_manifests(project):

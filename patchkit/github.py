@@ -1,5 +1,5 @@
-"""GitHub's REST API for the nightly job: one issue per failing patch or backend, and the refresh
-pull request.
+"""GitHub's REST API for `nightly --github-issues` and `ci summary`: one issue per failing patch
+or backend, and the refresh pull request.
 
 Issues are found by a label and a hidden marker in their body (`<!-- patchkit:patch=NAME -->`,
 `<!-- patchkit:backend=NAME -->`: the kind is in the marker, so no name of one kind can be taken
@@ -21,12 +21,15 @@ import requests
 
 from patchkit import __version__, http
 from patchkit.errors import EnvironmentProblem, PatchkitError
+from patchkit.untrusted import md_text
 
 DEFAULT_API = "https://api.github.com"
 LABEL = "patchkit-nightly"
 LABEL_COLOR = "d93f0b"
 _MARKER = "<!-- patchkit:{}={} -->"
-_MARKER_RE = re.compile(r"<!-- patchkit:(patch|backend)=(.+?) -->")
+# At the body's very start, where patchkit puts it: a marker further on (upstream's text, escaped
+# as it is, or a person's) never claims the issue.
+_MARKER_RE = re.compile(r"\A<!-- patchkit:(patch|backend)=(.+?) -->")
 _REPOSITORY_RE = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 _BODY_LIMIT = 65_000  # GitHub refuses bodies over 65,536 characters
 _MAX_BACKOFF = 60.0
@@ -170,7 +173,7 @@ class GitHub:
         """
         open_issues: dict[Subject, list[dict[str, Any]]] = {}
         for issue in self._open_issues():
-            match = _MARKER_RE.search(issue.get("body") or "")
+            match = _MARKER_RE.match(issue.get("body") or "")
             if match:
                 open_issues.setdefault(Subject(match.group(1), match.group(2)), []).append(issue)
         actions = []
@@ -342,7 +345,8 @@ class GitHub:
 
 def _issue_body(problem: Problem, run_url: str | None) -> str:
     seen = f"\n\n---\nLast seen in [this nightly run]({run_url})." if run_url else ""
-    return _clip(f"{_MARKER.format(problem.subject.kind, problem.subject.name)}\n**{problem.summary}**\n\n{problem.body_markdown}{seen}")
+    return _clip(f"{_MARKER.format(problem.subject.kind, problem.subject.name)}\n**{md_text(problem.summary)}**\n\n"
+                 f"{problem.body_markdown}{seen}")
 
 
 def _clip(body: str) -> str:

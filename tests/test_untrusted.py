@@ -1,0 +1,70 @@
+"""Upstream's code and text are untrusted (patchkit.untrusted): a build runs without the runner's
+command files and tokens; nothing patchkit prints under GitHub Actions starts a workflow
+command; upstream's text in Markdown is text. (A hostile upstream's build: tests/backends/test_build_cmake.py;
+a hostile night through `ci summary`: tests/ci/test_summary.py.)"""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+
+from patchkit.untrusted import CommandGuard, environment, md_block, md_code, md_text
+
+PULLS = "https://github.com/ggml-org/llama.cpp/pull/"
+# A line GitHub's runner would execute: `::` or `##[` after leading whitespace (it trims \r too).
+WORKFLOW_COMMAND = re.compile(r"^[ \t\r]*(::|##\[)", re.M)
+
+
+def test_the_environment_loses_the_runners_command_files_and_tokens():
+    base = {"PATH": "/bin", "HOME": "/h", "CUDAARCHS": "89-real", "GITHUB_ENV": "/e", "GITHUB_OUTPUT": "/o",
+            "GITHUB_PATH": "/p", "GITHUB_STATE": "/s", "GITHUB_STEP_SUMMARY": "/m", "ACTIONS_RUNTIME_TOKEN": "t",
+            "ACTIONS_ID_TOKEN_REQUEST_URL": "u", "GITHUB_TOKEN": "g", "PATCHKIT_TOKEN": "p", "GITHUB_SHA": "abc"}
+    assert environment(base) == {"PATH": "/bin", "HOME": "/h", "CUDAARCHS": "89-real", "GITHUB_SHA": "abc"}
+
+
+@pytest.mark.parametrize("writes", [
+    ["::add-mask::secret\n"],
+    ["  ::error file=x,line=1::pwned\n"],
+    [":", ":stop-commands::tok\n"],  # split across writes
+    ["ok\r::warning::", "after a carriage return\n"],
+    ["##[group]legacy\n"],
+    ["#", "#[error]split\n"],
+    [":"],  # the start of a line, flushed as it is
+])
+def test_the_guard_neutralises_every_workflow_command(writes):
+    out = io.StringIO()
+    guard = CommandGuard(out)
+    for text in writes:
+        guard.write(text)
+    guard.flush()
+    assert not WORKFLOW_COMMAND.search(out.getvalue()), out.getvalue()
+    # Only guarded, not lost: the text is all there.
+    assert out.getvalue().replace("| ", "") == "".join(writes)
+
+
+def test_the_guard_leaves_ordinary_lines_alone():
+    out = io.StringIO()
+    guard = CommandGuard(out)
+    for text in ("building ggml::cpu\n", "[3/7] ", "cc -c x.c\n", "std::vector ok\n", "#include <x>\n"):
+        guard.write(text)
+    guard.flush()
+    assert out.getvalue() == "building ggml::cpu\n[3/7] cc -c x.c\nstd::vector ok\n#include <x>\n"
+
+
+def test_upstreams_text_in_markdown_is_text():
+    subject = ('server : fix <img src=x onerror=alert(1)> for @ggerganov, see https://evil.example/x '
+               'and www.evil.example [click](javascript:alert) <!-- patchkit:patch=other.patch --> (#12345)')
+    shown = md_text(subject, PULLS)
+    assert "<" not in shown and "<!--" not in shown and "patchkit:patch" in shown  # as text
+    assert "@ggerganov" not in shown and "@\u200bggerganov" in shown
+    link = f"[#12345]({PULLS}12345)"  # the one link: upstream's pull request
+    assert shown.endswith(f"({link})")
+    shown = shown.replace(link, "")
+    assert "https://" not in shown and "www." not in shown and "[click](" not in shown
+    # Without upstream's pull request page, #N links nowhere (not to the fork's own issue N).
+    assert "#12345" not in md_text("fix (#12345)") and "#\u200b12345" in md_text("fix (#12345)")
+    assert md_code("a ``b`` c") == "```a ``b`` c```"
+    block = md_block("```\n@x <b>\n```")
+    assert block.startswith("````\n") and block.endswith("\n````\n")
