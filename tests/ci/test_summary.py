@@ -49,7 +49,7 @@ def nightly_report(patches: dict[str, str], *, builds: dict[str, dict] | None = 
 def _drift(patch: str) -> dict:
     return {"patch": patch, "kind": "parameter-type", "entity": "f", "declared_in": "a.h", "before": "int f()",
             "after": "int f(int)", "lines": [], "culprit": None, "probes": 0, "candidates": 0, "reviewed": False,
-            "detail": "f changed"}
+            "detail": "f changed", "patched_at": None}
 
 
 def smoke_report(passed: bool, detail: str) -> dict:
