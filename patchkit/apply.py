@@ -10,7 +10,6 @@ only a caller that asks (`AppliedQueue.record`) writes them into the mirror unde
 from __future__ import annotations
 
 import contextlib
-import difflib
 import enum
 import functools
 import os
@@ -111,6 +110,10 @@ class Base:
     pre: bytes
     post: bytes
     locate: Callable[[], "str | None"] = lambda: None  # finds the commit the pre-image is read from
+
+    @functools.cached_property
+    def pre_lines(self) -> list[str]:
+        return _lines(self.pre)
 
     @functools.cached_property
     def commit(self) -> str | None:
@@ -238,6 +241,15 @@ class _FileLadder:
         self.places: dict[int, ladder.Place] = {}  # already-applied hunks too, as no-op places
         self.refusals: dict[int, str] = {}
         self.twins: dict[int, tuple[int, ...]] = {}  # an ambiguous hunk's places (0-based), for the merge
+        # (a, b) -> their differences: the same pair is asked about for each hunk of one merge
+        self._diffs: dict[tuple[tuple[str, ...], tuple[str, ...]], list[tuple[int, int, int, int]]] = {}
+
+    def differences(self, a: list[str], b: list[str]) -> list[tuple[int, int, int, int]]:
+        """`_differences` of A and B, computed once per pair of texts."""
+        key = (tuple(a), tuple(b))
+        if key not in self._diffs:
+            self._diffs[key] = _differences(a, b)
+        return self._diffs[key]
 
     def base(self) -> Base | None:
         if not self._base:
@@ -330,7 +342,7 @@ class _FileLadder:
         the base than at 0-based START upstream. A quilt or plain diff hunk names none; its base
         does."""
         base = self.base()
-        pre = _lines(base.pre) if base is not None else []
+        pre = base.pre_lines if base is not None else []
         at = _place_in(h, pre) if base is not None else None
         return at is not None and funcname_at(pre, at + _anchor(h)) != funcname_at(self.lines, start + _anchor(h))
 
@@ -340,7 +352,7 @@ class _FileLadder:
         base = self.base()
         if base is None:
             return None
-        pre = _lines(base.pre)
+        pre = base.pre_lines
         start = _place_in(h, pre)
         return Sections(pre).named(h.section, start) if start is not None else None
 
@@ -409,7 +421,7 @@ class _FileLadder:
         base = self.base()
         if base is None:
             return False
-        pre = _lines(base.pre)
+        pre = base.pre_lines
         starts = ladder.occurrences(h.old_lines, pre, ladder.line_index(pre))
         if len(starts) != 1:
             return False
@@ -451,7 +463,7 @@ class _FileLadder:
             self._own_scope[h.index] = None
             base = self.base() if is_cpp(self.fc.path) else None
             if base is not None:
-                pre = _lines(base.pre)
+                pre = base.pre_lines
                 start = _place_in(h, pre)
                 if start is not None:
                     self._own_scope[h.index] = self._scopes_of("pre", pre).scope_at(start + _anchor(h))
@@ -472,7 +484,7 @@ class _FileLadder:
         own, start, base = self._own_function(h), self._own_start.get(h.index), self.base()
         if not own or start is None or base is None:
             return None
-        pre = _lines(base.pre)
+        pre = base.pre_lines
         replaced = self._replaced_section_line(h, pre, start)
         if replaced is None or self._scopes_of("pre", pre).scope_at(replaced[0]) != own:
             return None  # not replaced, or the section names a class or a label, not the function
@@ -494,7 +506,7 @@ class _FileLadder:
         if at is None:
             named = Sections(pre).named(h.section, start)
             at = next((i for i in range(start - 1, -1, -1) if named in section_texts(pre[i])), None) if named else None
-        replaced = next(((i1, i2, j1, j2) for i1, i2, j1, j2 in _differences(pre, self.lines)
+        replaced = next(((i1, i2, j1, j2) for i1, i2, j1, j2 in self.differences(pre, self.lines)
                          if at is not None and i1 <= at < i2), None)
         if at is None or replaced is None or replaced[1] - replaced[0] != 1 or replaced[3] - replaced[2] != 1:
             return None  # the line is unchanged, or went with others around it
@@ -574,11 +586,11 @@ class _FileLadder:
         none. The merged lines around the pick are checked against the hunk later, as any place
         the line steps found."""
         places = self.twins[h.index]
-        changed = [(i1, i2) for i1, i2, _, _ in _differences(self.lines, merged)]
+        changed = [(i1, i2) for i1, i2, _, _ in self.differences(self.lines, merged)]
         size = len(h.old_lines)
         picked = [s for s in places if any((i1 < s + size and s < i2) or (i1 == i2 and s <= i1 <= s + size)
                                            for i1, i2 in changed)]
-        pre = _lines(base.pre)
+        pre = base.pre_lines
         own = ladder.find_exact(h, pre)
         sections = Sections(pre)
         in_base = [s for s in ladder.occurrences(h.old_lines, pre, ladder.line_index(pre))
@@ -639,7 +651,7 @@ class _FileLadder:
         current = self._scopes_of("current", self.lines)
         own |= {self._renamed(h) for h in sectioned} - {None}
         after = self._scopes_of("merged", merged)
-        for i1, i2, j1, j2 in _differences(self.lines, merged):
+        for i1, i2, j1, j2 in self.differences(self.lines, merged):
             there = after.scope_at(j1) if j2 > j1 else current.scope_at(min(i1, len(self.lines) - 1))
             if there not in own and not (i1 == i2 and self._adds_own_lines(merged[j1:j2], i1, there)):
                 return (f"put a change at line {j1 + 1}, in `{there or 'file scope'}` (by a C++ parse), "
@@ -667,7 +679,7 @@ class _FileLadder:
                 return not found  # a hunk at the top of the file, before any section
             return sections.named(h.section, start) is not None or any(text in found for text in renamed)
 
-        for _, _, j1, _ in _differences(self.lines, merged):
+        for _, _, j1, _ in self.differences(self.lines, merged):
             if not any(own(h, max(0, j1 - h.leading_context)) for h in self.fc.hunks):
                 there = next(sections.at(j1), "")
                 return (f"put a change at line {j1 + 1}, under `{there or 'no section'}`, where the patch "
@@ -678,7 +690,7 @@ class _FileLadder:
     def _renamed_line(self, h: Hunk, base: Base) -> str | None:
         """The line that replaced the one H's section was written for, where upstream's history
         shows a rename; None otherwise."""
-        pre = _lines(base.pre)
+        pre = base.pre_lines
         starts = ladder.occurrences(h.old_lines, pre, ladder.line_index(pre))
         replaced = self._replaced_section_line(h, pre, starts[0]) if len(starts) == 1 else None
         if replaced is None or not self._rename_shown(h, base, pre[replaced[0]], self.lines[replaced[1]]):
@@ -688,7 +700,7 @@ class _FileLadder:
     def _moved_apart(self, merged: list[str]) -> str | None:
         """Where the merge put lines a hunk adds beside one side of its context while the other
         side is found unchanged elsewhere in upstream's file: upstream moved them apart."""
-        for i1, i2, j1, j2 in _differences(self.lines, merged):
+        for i1, i2, j1, j2 in self.differences(self.lines, merged):
             if i1 == i2 and self._sides_apart(merged[j1:j2], i1):
                 return (f"put the lines a hunk adds at line {j1 + 1}, beside one side of its context, while "
                         "the other side is found unchanged elsewhere: upstream moved them apart")
@@ -700,7 +712,7 @@ class _FileLadder:
         beside AT: upstream moved a neighbour away (a function the patch adds after another goes
         with neither). A side the base has twice says nothing: its twin may be what is left."""
         base = self.base()
-        pre = _lines(base.pre) if base is not None else []
+        pre = base.pre_lines if base is not None else []
         index = ladder.line_index(pre)
 
         def moved(side: tuple[str, ...], beside: int) -> bool:  # once in the base, elsewhere now
@@ -744,7 +756,7 @@ class _FileLadder:
         if spliced is None:
             return set()  # reported as overlapping hunks
         ranges = ladder.spliced_ranges(self.places)
-        differing = [(i1, i2) for i1, i2, _, _ in _differences(spliced, merged)]
+        differing = [(i1, i2) for i1, i2, _, _ in self.differences(spliced, merged)]
         hit = {index for index, (lo, hi) in ranges.items() for i1, i2 in differing
                if (i1 < hi and lo < i2) or (i1 == i2 and lo < i1 < hi)}
         if complete and differing and not hit:
@@ -778,17 +790,21 @@ class _FileLadder:
 
 def _differences(a: list[str], b: list[str]) -> list[tuple[int, int, int, int]]:
     """The (i1, i2, j1, j2) ranges where A and B differ. The common head and tail are cut first:
-    the merge and the line steps differ in a few places of a long file, and matching the whole of
-    it line by line would cost seconds per file."""
+    the merge and the line steps differ in a few places of a long file; where only one side has
+    lines between them that is the one difference, else git's diff aligns the rest."""
     head = 0
     while head < min(len(a), len(b)) and a[head] == b[head]:
         head += 1
     tail = 0
     while tail < min(len(a), len(b)) - head and a[-1 - tail] == b[-1 - tail]:
         tail += 1
-    matcher = difflib.SequenceMatcher(None, a[head:len(a) - tail], b[head:len(b) - tail], autojunk=False)
+    a_mid, b_mid = a[head:len(a) - tail], b[head:len(b) - tail]
+    if not a_mid and not b_mid:
+        return []
+    if not a_mid or not b_mid:
+        return [(head, len(a) - tail, head, len(b) - tail)]
     return [(i1 + head, i2 + head, j1 + head, j2 + head)
-            for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"]
+            for i1, i2, j1, j2 in git.line_differences(_bytes(a_mid), _bytes(b_mid))]
 
 
 def _ordinal(n: int) -> str:
