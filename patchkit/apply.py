@@ -212,10 +212,11 @@ def _bytes(lines: list[str] | tuple[str, ...]) -> bytes:
 
 
 def apply_file(fc: FileChange, current: bytes, bases: BaseSource, fuzz: int,
-               history: LineHistory | None = None) -> tuple[list[HunkVerdict], bytes | None]:
+               history: LineHistory | None = None, own_base: bool = False) -> tuple[list[HunkVerdict], bytes | None]:
     """Run the ladder for every hunk of one file; the new content, or None if a hunk failed.
-    HISTORY is asked where a base with a commit seems to show a function renamed upstream."""
-    return _FileLadder(fc, current, bases, fuzz, history).run()
+    HISTORY is asked where a base with a commit seems to show a function renamed upstream.
+    OWN_BASE: CURRENT is known to be the file the patch was made from (`--base`)."""
+    return _FileLadder(fc, current, bases, fuzz, history, own_base).run()
 
 
 class _FileLadder:
@@ -223,8 +224,9 @@ class _FileLadder:
     checks the line steps whenever they moved anything; fuzz last, and only when asked."""
 
     def __init__(self, fc: FileChange, current: bytes, bases: BaseSource, fuzz: int,
-                 history: LineHistory | None = None) -> None:
+                 history: LineHistory | None = None, own_base: bool = False) -> None:
         self.fc = fc
+        self._own_base: bool | None = own_base or None  # None: not known yet
         self.current = current
         self.lines = _lines(current)
         self.index = ladder.line_index(self.lines)
@@ -250,6 +252,17 @@ class _FileLadder:
         if key not in self._diffs:
             self._diffs[key] = _differences(a, b)
         return self._diffs[key]
+
+    def at_own_base(self) -> bool:
+        """Whether the file is the very one the patch was made from: its index blob, the pre-image
+        of its last good run, or the commit the user named with `--base`. There the recorded lines
+        are the patch's own, whatever a section or a parse says (git am -3 applies it there)."""
+        if self._own_base is None:
+            blob = self.fc.old_blob
+            base = self.base()
+            self._own_base = bool(blob and binary.blob_id(self.current).startswith(blob)) or \
+                (base is not None and base.pre == self.current)
+        return bool(self._own_base)
 
     def base(self) -> Base | None:
         if not self._base:
@@ -286,7 +299,7 @@ class _FileLadder:
         exact = ladder.find_exact(h, self.lines)
         # At the recorded line only the section rules are asked (a parse per file would cost every
         # clean apply); a twin that moved exactly there is still no candidate.
-        if exact and self._fits_as_recorded(h, exact.start, h.old_lines):
+        if exact and (self._fits_as_recorded(h, exact.start, h.old_lines) or self.at_own_base()):
             self.found(h, Verdict.CLEAN, exact)
             return True
         # The post-image where the patch put it settles it, whatever twins the file has.
@@ -553,7 +566,7 @@ class _FileLadder:
         result, conflicts = git.merge_file(self.current, base.pre, base.post)
         if conflicts:
             self._refuse_merge(unresolved, f"3-way merge from {base.label} conflicts")
-            self._refuse_moved(f"the 3-way merge from {base.label} conflicts")
+            self._refuse_moved(base, f"the 3-way merge from {base.label} conflicts")
             return None
         merged = _lines(result)
         undecided = [h for h in ambiguous if not self._pick(h, merged, base)]
@@ -615,22 +628,36 @@ class _FileLadder:
         for h in unresolved:
             self.refusals[h.index] = "; ".join(filter(None, [why, self.refusals.get(h.index)]))
 
-    def _refuse_moved(self, why: str) -> None:
+    def _refuse_moved(self, base: Base, why: str) -> None:
         """Refuse every hunk the line steps moved, WHY naming the merge that does not confirm it.
         A hunk moved away from its recorded line may be a twin whose lines still match while its
         own site changed; the merge is the one witness of where the base's lines went, and one that
         conflicts does not say the new place is the old one (git am -3 keeps its `git apply`
-        offset, and puts the change into the twin). A function that moved whole is the other
-        witness (`_moved_whole`): a merge conflicts on every move, the moved lines being deleted
-        in one place and added in another."""
+        offset, and puts the change into the twin). Two witnesses remain: the hunk's own merge
+        (`_merged_alone`: the conflict is another hunk's, whose line upstream changed), and a
+        function that moved whole (`_moved_whole`: a merge conflicts on every move, the moved
+        lines being deleted in one place and added in another)."""
         hunks = {h.index: h for h in self.fc.hunks}
         for index, v in list(self.verdicts.items()):
-            if v.verdict is Verdict.OFFSET and not self._moved_whole(hunks[index], self.places[index].start):
+            if v.verdict is Verdict.OFFSET and not self._merged_alone(hunks[index], base) and \
+                    not self._moved_whole(hunks[index], self.places[index].start):
                 self.verdicts[index] = replace(
                     v, verdict=Verdict.CONFLICT, offset=None,
                     detail=f"the line steps put it at line {v.actual_line}, but {why}, so that place "
                            "is not known to be the patch's own")
                 self.places.pop(index, None)
+
+    def _merged_alone(self, h: Hunk, base: Base) -> bool:
+        """Whether the 3-way merge of hunk H alone (its base's pre-image, and that with H applied
+        at its one place there) is clean and gives what the line steps give: H's own lines went
+        where the line steps put it, whatever upstream did to another hunk's lines."""
+        pre = base.pre_lines
+        start = _place_in(h, pre)
+        if start is None:
+            return False
+        post = ladder.splice(pre, [ladder.Place(start, len(h.old_lines), h.new_lines)])
+        result, conflicts = git.merge_file(self.current, base.pre, _bytes(post or []))
+        return not conflicts and _bytes(ladder.splice(self.lines, [self.places[h.index]]) or []) == result
 
     def _merged_elsewhere(self, merged: list[str]) -> str | None:
         """Where the merge put a change that is not the patch's own (C/C++): outside every
@@ -885,11 +912,18 @@ def _patch_verdict(hunks: list[HunkVerdict]) -> Verdict:
 class Applier:
     """Applies a queue on one upstream commit, patch by patch, in memory."""
 
-    def __init__(self, mirror: Mirror, revision: Revision, reader: ObjectReader, fuzz: int = 0) -> None:
+    def __init__(self, mirror: Mirror, revision: Revision, reader: ObjectReader, fuzz: int = 0,
+                 base: Revision | None = None) -> None:
         self.mirror = mirror
         self.revision = revision
         self.reader = reader
         self.fuzz = fuzz
+        # BASE: the commit the user says the queue was made from (`--base`). At it, every hunk's
+        # recorded lines are its own; elsewhere the queue applied there gives each patch's files
+        # before and after it, a 3-way base for a queue without index lines.
+        self.own_base = base is not None and base.commit == revision.commit
+        self._at_base = Applier(mirror, base, reader, base=base) if base is not None and not self.own_base else None
+        self._made_at: dict[str, Base] = {}  # the patch being applied: path -> its files at BASE
         self.tree = WorkTree(reader, mirror.path, revision.commit)
         self._failed = _FailedRanges()
         self._bases = mirror.base_commits()
@@ -905,6 +939,7 @@ class Applier:
         hunks: list[HunkVerdict] = []
         changes: Changes = {}
         recorded = self._bases.get(patch.sha256)
+        self._made_at = self._files_at_base(patch)
         for fc in patch.files:
             verdicts, change = self._apply_file(fc, recorded, changes)
             hunks += verdicts
@@ -923,6 +958,24 @@ class Applier:
                              blocked_by=blocked_by, detail=_summary(verdict, hunks, blocked_by))
         self.tree.update(changes)
         return _Applied(patch, result, changes, _read_warnings(patch, self.revision) if changes else ())
+
+    def _files_at_base(self, patch: Patch) -> dict[str, Base]:
+        """PATCH's text files before and after it where the queue was made (`--base`), when it
+        applies there: path -> that pair."""
+        if self._at_base is None:
+            return {}
+        at = self._at_base
+        before = {fc.old_path: at.tree.read(fc.old_path) for fc in patch.files if fc.old_path and not fc.binary}
+        applied = at.apply(patch)
+        if not applied.result.good:
+            return {}
+        commit = at.revision.commit
+        pairs = {}
+        for fc in patch.files:
+            pre, post = before.get(fc.old_path or ""), applied.changes.get(fc.new_path or fc.old_path or "")
+            if pre is not None and post is not None:
+                pairs[fc.old_path or ""] = Base(f"the --base commit {commit[:12]}", pre, post[1], lambda: commit)
+        return pairs
 
     def _malformed(self, patch: Patch, why: str) -> _Applied:
         """PATCH's verdict when it cannot be read, or not as it fits upstream: it applies nothing,
@@ -975,7 +1028,8 @@ class Applier:
             verdicts, content = _apply_binary(fc, current)
         else:
             verdicts, content = apply_file(fc, current, bases, self.fuzz,
-                                           lambda commit, old, new: self._line_origin(at, commit, old, new))
+                                           lambda commit, old, new: self._line_origin(at, commit, old, new),
+                                           self.own_base and at == fc.old_path)
         if at != fc.old_path:
             verdicts = _followed(verdicts, f"followed rename {fc.old_path} → {at}")
         if content is None:
@@ -1059,7 +1113,7 @@ class Applier:
                     if post_lines is not None:
                         return Base(f"the patch's index blob {fc.old_blob}", pre, _bytes(post_lines),
                                     lambda: self._blob_commit(fc.path, fc.old_blob))
-        return None
+        return self._made_at.get(fc.path)
 
     def _blob_commit(self, path: str, blob: str) -> str | None:
         """The oldest upstream commit whose PATH is BLOB: where the patch's index blob starts
@@ -1219,12 +1273,14 @@ _SCRATCH_REF = "refs/heads/applied"
 
 
 @contextlib.contextmanager
-def apply_queue(mirror: Mirror, revision: Revision, patches: Sequence[Patch], fuzz: int = 0) -> Iterator[AppliedQueue]:
+def apply_queue(mirror: Mirror, revision: Revision, patches: Sequence[Patch], fuzz: int = 0,
+                base: Revision | None = None) -> Iterator[AppliedQueue]:
     """Apply PATCHES in order at REVISION; yield the result, its commits written into a scratch
     repository that borrows the mirror's objects (`objects/info/alternates`), so that a run that
-    only reads the result (verify, export, dist, import's trial) leaves no object or ref behind."""
+    only reads the result (verify, export, dist, import's trial) leaves no object or ref behind.
+    BASE: the commit the queue was made from, where the user says so (`--base`)."""
     with mirror.reader() as reader:
-        applier = Applier(mirror, revision, reader, fuzz)
+        applier = Applier(mirror, revision, reader, fuzz, base)
         applied = [applier.apply(patch) for patch in patches]
     committed = [a for a in applied if a.changes]
     with tempfile.TemporaryDirectory(prefix="patchkit-applied-") as tmp:
