@@ -9,7 +9,10 @@ without a Date). Each queue is applied at its base and three later commits by pa
 copy; placed when it exits 0). A placed patch is right when the files it changed are exactly the
 expected ones, wrong otherwise; a patch with no right place must be refused.
 
-Usage: python benchmarks/reach_bench.py [--quick] [--files N] [--commits N] [--runs N] [--seed N]
+Issue 25's shapes (testing/reach_shapes.py: one small file each, the right result known) are
+measured first, each at its base and at the head, also by patchkit --fuzz 2.
+
+Usage: python benchmarks/reach_bench.py [--quick] [--files N] [--commits N] [--runs N] [--seed N] [--shapes-only]
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "testing"))  # the tests' scaffolding
+from reach_shapes import BASE, HEAD, ShapesUpstream, build_shapes
 from reach_upstream import ReachQueue, ReachUpstream, build_reach_upstream
 
 TOOLS = ("patchkit", "git am -3", "patch -F0", "patch -F2")
@@ -71,18 +75,23 @@ def changed_between(repo: Path, old: str, new: str) -> Files:
 
 # --- the tools ---------------------------------------------------------------------------------
 
-def run_patchkit(fork: Path, queue: ReachQueue, tag: str, out: Path) -> dict[str, Placement]:
-    """`patchkit apply` at tag: each patch's verdict from --json, its bytes from its commit."""
+def run_patchkit(fork: Path, names: list[str], tag: str, out: Path, fuzz: int = 0) -> dict[str, Placement]:
+    """`patchkit apply` at tag: each patch's verdict from --json, its bytes from its commit
+    (already-applied: it changes nothing)."""
     report = out.with_suffix(".json")
     proc = subprocess.run([sys.executable, "-m", "patchkit", "-q", "apply", f"upstream@{tag}", "-o", str(out),
-                           "--json", str(report)], cwd=fork, env=GIT_ENV, capture_output=True, text=True, check=False)
+                           "--json", str(report), *(["--fuzz", str(fuzz)] if fuzz else [])],
+                          cwd=fork, env=GIT_ENV, capture_output=True, text=True, check=False)
     if proc.returncode not in (0, 1) or not report.is_file():
         why = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[0]
-        return {p.name: Placement(None, f"queue stopped (exit {proc.returncode}): {why}") for p in queue.patches}
+        return {name: Placement(None, f"queue stopped (exit {proc.returncode}): {why}") for name in names}
     placements = {}
     for p in json.loads(report.read_text())["patches"]:
         if p.get("commit") and p["verdict"] in ("clean", "offset", "merged", "fuzzed"):
             placements[p["name"]] = Placement(changed_between(out, f"{p['commit']}^", p["commit"]))
+            continue
+        if p["verdict"] == "already-applied":
+            placements[p["name"]] = Placement({})
             continue
         hunks = [f"{h['file']} hunk {h['hunk']}: {h['verdict']}" + (f" ({h['detail']})" if h["detail"] else "")
                  for h in p["hunks"] if h["verdict"] not in ("clean", "offset", "merged", "fuzzed")]
@@ -93,16 +102,18 @@ def run_patchkit(fork: Path, queue: ReachQueue, tag: str, out: Path) -> dict[str
 
 
 def git_am(repo: Path, paths: list[Path], tag: str, tree: Path) -> dict[str, Placement]:
-    """`git am -3` of the whole queue in a worktree at tag, each failure skipped with `git am --skip`."""
+    """`git am -3` of the queue in a worktree at tag, one patch at a time (what the whole queue's run
+    does, skipping failures), so that a patch it finds already applied (no commit) is told apart."""
     git(["worktree", "add", "--quiet", "--detach", str(tree), tag], repo)
     try:
-        failed = _am_skipping(tree, paths)
-        commits = git(["rev-list", "--reverse", f"{tag}..HEAD"], tree).stdout.split()
-        applied = [p for i, p in enumerate(paths) if i not in failed]
-        assert len(commits) == len(applied), "git am made a commit for no patch"
-        placements = {p.name: Placement(None, "git am failed") for i, p in enumerate(paths) if i in failed}
-        for p, commit in zip(applied, commits):
-            placements[p.name] = Placement(changed_between(tree, f"{commit}^", commit))
+        placements = {}
+        for path in paths:
+            before = git(["rev-parse", "HEAD"], tree).stdout.strip()
+            if git(["am", "-3", "--quiet", str(path)], tree, check=False).returncode:
+                git(["am", "--abort"], tree, check=False)
+                placements[path.name] = Placement(None, "git am failed")
+            else:
+                placements[path.name] = Placement(changed_between(tree, before, "HEAD"))
         return placements
     finally:
         git(["worktree", "remove", "--force", str(tree)], repo)
@@ -183,7 +194,7 @@ def measure(up: ReachUpstream, root: Path) -> list[Result]:
             scratch = root / f"scratch-{queue.name}-{point}"
             git(["worktree", "add", "--quiet", "--detach", str(scratch), point], up.repo)
             by_tool = {
-                "patchkit": run_patchkit(fork, queue, point, root / f"pk-{queue.name}-{point}"),
+                "patchkit": run_patchkit(fork, [p.name for p in queue.patches], point, root / f"pk-{queue.name}-{point}"),
                 "git am -3": git_am(up.repo, paths, point, root / f"am-{queue.name}-{point}"),
                 "patch -F0": gnu_patch(scratch, paths, 0),
                 "patch -F2": gnu_patch(scratch, paths, 2),
@@ -253,6 +264,53 @@ def print_table(up: ReachUpstream, results: list[Result]) -> None:
             print(f"  {tool}: ... and {len(mine) - len(shown)} more")
 
 
+# --- issue 25's shapes ----------------------------------------------------------------------------
+
+SHAPE_TOOLS = ("patchkit", "patchkit --fuzz 2", "git am -3", "patch -F0", "patch -F2")
+
+
+def measure_shapes(up: ShapesUpstream, root: Path) -> list[Result]:
+    """Every tool on the shapes' queue at its base and at the head."""
+    fork = fork_for(root, up.repo, up.folder, "shapes")
+    paths = [up.folder / name for name in up.patches]
+    results = []
+    for point in (BASE, HEAD):
+        scratch = root / f"scratch-shapes-{point}"
+        git(["worktree", "add", "--quiet", "--detach", str(scratch), point], up.repo)
+        names = list(up.patches)
+        by_tool = {"patchkit": run_patchkit(fork, names, point, root / f"pk-shapes-{point}"),
+                   "patchkit --fuzz 2": run_patchkit(fork, names, point, root / f"pkf-shapes-{point}", fuzz=2),
+                   "git am -3": git_am(up.repo, paths, point, root / f"am-shapes-{point}"),
+                   "patch -F0": gnu_patch(scratch, paths, 0), "patch -F2": gnu_patch(scratch, paths, 2)}
+        git(["worktree", "remove", "--force", str(scratch)], up.repo)
+        for shape, name in zip(up.shapes, up.patches):
+            expected = shape.expected(point)
+            for tool, placements in by_tool.items():
+                placement = placements.get(name, Placement(None, "not in the tool's report"))
+                results.append(Result("shapes", point, shape.name, tool, score(expected, placement),
+                                      expected is not None, placement.reason))
+    return results
+
+
+def print_shapes(up: ShapesUpstream, results: list[Result]) -> None:
+    print(f"\nissue 25's shapes: one patch each, at its base ({BASE}) and at the head ({HEAD}); "
+          "a trap has no right place at the head")
+    print(f"  {'shape':22s} {'point':5s}" + "".join(f"  {t:>17s}" for t in SHAPE_TOOLS))
+    for shape in up.shapes:
+        for point in (BASE, HEAD):
+            cells = {r.tool: r.outcome for r in results if r.patch == shape.name and r.point == point}
+            print(f"  {shape.name:22s} {'base' if point == BASE else 'head':5s}"
+                  + "".join(f"  {cells[t]:>17s}" for t in SHAPE_TOOLS))
+    print("  total right/wrong/refused:" + "".join(
+        f"  {t}: {sum(r.outcome == 'right' for r in results if r.tool == t)}/"
+        f"{sum(r.outcome == 'wrong' for r in results if r.tool == t)}/"
+        f"{sum(r.outcome == 'refused' for r in results if r.tool == t)};" for t in SHAPE_TOOLS))
+    for r in results:
+        if r.tool.startswith("patchkit") and r.outcome != "right":
+            why = r.reason.replace("\n", "\n        ")
+            print(f"  {r.tool} {r.outcome} {r.patch}@{'base' if r.point == BASE else 'head'}: {why}")
+
+
 # --- the speed part ----------------------------------------------------------------------------
 
 def speed(up: ReachUpstream, root: Path, runs: int) -> None:
@@ -295,6 +353,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int)
     parser.add_argument("--no-speed", action="store_true", help="skip the speed part")
     parser.add_argument("--seed", type=int, default=17, help="another history and queues of the same shape")
+    parser.add_argument("--shapes-only", action="store_true", help="only issue 25's shapes (a few seconds)")
     args = parser.parse_args()
     files = args.files or (1500 if args.quick else 3000)
     commits = args.commits or (150 if args.quick else 300)
@@ -302,6 +361,10 @@ def main() -> None:
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="patchkit-reach-") as tmp:
         root = Path(tmp)
+        shapes = build_shapes(root / "shapes" / "upstream")
+        print_shapes(shapes, measure_shapes(shapes, root))
+        if args.shapes_only:
+            return
         up = build_reach_upstream(root / "upstream", files=files, commits=commits, seed=args.seed)
         n_files = len(git(["ls-files"], up.repo).stdout.splitlines())
         print(f"reach: {n_files} files, {commits + 1} commits; queues "

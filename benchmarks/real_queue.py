@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import re
 import tempfile
-import types
 from pathlib import Path
 
 from reach_bench import Placement, changed_between, fork_for, git, gnu_patch, run_patchkit
@@ -71,7 +70,7 @@ def main() -> None:
         fork = fork_for(root, upstream, queue, "real")
         scratch = root / "scratch"
         git(["worktree", "add", "--quiet", "--detach", str(scratch), args.ref], upstream)
-        results = {"patchkit": run_patchkit(fork, types.SimpleNamespace(patches=paths), args.ref, root / "pk"),
+        results = {"patchkit": run_patchkit(fork, [p.name for p in paths], args.ref, root / "pk"),
                    "git am -3": am_each(upstream, paths, args.ref, root / "am"),
                    "patch -F0": gnu_patch(scratch, paths, 0), "patch -F2": gnu_patch(scratch, paths, 2)}
         git(["worktree", "remove", "--force", str(scratch)], upstream)

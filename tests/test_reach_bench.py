@@ -1,6 +1,8 @@
 """The reach benchmark's ground truth and scoring on a tiny history, so that it cannot silently rot:
 a patch git am -3 places right scores right, a patch whose function became twins has no right
-place and GNU patch's placement of it scores wrong, and the truth follows a renamed file."""
+place and GNU patch's placement of it scores wrong, and the truth follows a renamed file. Issue
+25's shapes: patchkit places none wrong (with and without --fuzz 2), each has the place git am -3
+or GNU patch finds, and each trap fools one of them."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 import reach_bench
 from reach_bench import Placement, score
+from reach_shapes import BASE, HEAD, build_shapes
 from reach_upstream import build_reach_upstream
 
 
@@ -62,3 +65,49 @@ def test_the_right_result_follows_a_renamed_file(tiny):
     assert any(path.endswith(f"-impl.{path.rsplit('.', 1)[-1]}") for path in after)
     assert set(before) != set(after)
     assert all(path in (queue.folder / patch.name).read_text() for path in before)
+
+
+# --- issue 25's shapes ---------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def shapes(tmp_path_factory):
+    root = tmp_path_factory.mktemp("shapes")
+    up = build_shapes(root / "upstream")
+    return up, reach_bench.measure_shapes(up, root)
+
+
+def _outcomes(results, shape: str, point: str) -> dict[str, str]:
+    return {r.tool: r.outcome for r in results if r.patch == shape and r.point == point}
+
+
+def test_patchkit_places_no_shape_wrong(shapes):
+    _, results = shapes
+    wrong = [(r.tool, r.patch, r.point) for r in results if r.tool.startswith("patchkit") and r.outcome == "wrong"]
+    assert not wrong
+
+
+def test_each_shape_is_placed_right_by_git_am_or_gnu_patch(shapes):
+    """The fixtures are what issue 25 says: a place git am -3 or patch -F2 finds, at the base and at the
+    head (a trap has none there; where upstream adopted the patch, the right result is to change nothing)."""
+    up, results = shapes
+    for shape in up.shapes:
+        for point in (BASE, HEAD) if shape.expected(HEAD) else (BASE,):
+            outcomes = _outcomes(results, shape.name, point)
+            assert "right" in (outcomes["git am -3"], outcomes["patch -F2"]), (shape.name, point, outcomes)
+
+
+def test_each_trap_fools_git_am_or_gnu_patch(shapes):
+    """A trap has no right place at the head, and a tool that only matches text places it there."""
+    up, results = shapes
+    traps = [s for s in up.shapes if s.trap]
+    assert len(traps) >= 3
+    for shape in traps:
+        assert shape.expected(HEAD) is None
+        assert "wrong" in _outcomes(results, shape.name, HEAD).values(), shape.name
+
+
+def test_an_adopted_patch_changes_nothing_and_git_am_merges_a_second_copy(shapes):
+    up, results = shapes
+    adopted = next(s for s in up.shapes if s.name == "adopted")
+    assert adopted.expected(HEAD) == {}
+    assert _outcomes(results, "adopted", HEAD)["git am -3"] == "wrong"
