@@ -834,6 +834,23 @@ def _differences(a: list[str], b: list[str]) -> list[tuple[int, int, int, int]]:
             for i1, i2, j1, j2 in git.line_differences(_bytes(a_mid), _bytes(b_mid))]
 
 
+def _adopted_block_at(h: Hunk, lines: list[str]) -> int | None:
+    """Where (0-based) upstream's LINES have the block hunk H adds, near where its context is:
+    for a hunk that removes nothing and adds one run of at least two lines of code, once within
+    the hunk's length of that place. None where it is not so."""
+    lead, trail = h.leading_context, h.trailing_context
+    added = h.new_lines[lead:len(h.new_lines) - trail]
+    if len(h.old_lines) != lead + trail or sum(1 for line in added if re.search(r"\w", line)) < 2:
+        return None  # the hunk removes lines, or adds a trivial block (a brace, a blank line)
+    index = ladder.line_index(lines)
+    near = ladder.nearest(h, lines, index)
+    if near is None:
+        return None
+    lo, hi = near[0] - len(h.new_lines), near[0] + 2 * len(h.new_lines)
+    found = [s for s in ladder.occurrences(added, lines, index) if lo <= s <= hi]
+    return found[0] if len(found) == 1 else None
+
+
 def _ordinal(n: int) -> str:
     return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
 
@@ -944,7 +961,7 @@ class Applier:
             verdicts, change = self._apply_file(fc, recorded, changes)
             hunks += verdicts
             changes.update(change)
-        hunks = self._mark_blocked(patch, hunks)
+        hunks = self._told_whole(patch, self._mark_blocked(patch, hunks))
         blank = self._blank_not_found(patch, hunks)
         if blank:
             return self._malformed(patch, blank)
@@ -976,6 +993,27 @@ class Applier:
             if pre is not None and post is not None:
                 pairs[fc.old_path or ""] = Base(f"the --base commit {commit[:12]}", pre, post[1], lambda: commit)
         return pairs
+
+    def _told_whole(self, patch: Patch, hunks: list[HunkVerdict]) -> list[HunkVerdict]:
+        """HUNKS, where upstream adopted the patch, each hunk not found applied said to be so too:
+        some hunks are upstream's already, and the block of lines each other one only adds stands
+        beside its place (upstream put the same test case a few lines off). Placing them would
+        add second copies."""
+        pending = [v for v in hunks if v.verdict is not Verdict.ALREADY_APPLIED]
+        if len(pending) == len(hunks) or not pending or not all(v.verdict.good for v in pending):
+            return hunks
+        told = {}
+        for v in pending:
+            h = next(h for fc in patch.files if fc.path == v.file for h in fc.hunks if h.index == v.hunk)
+            current = self.tree.read(v.file)
+            at = _adopted_block_at(h, _lines(current)) if current is not None else None
+            if at is None:
+                return hunks
+            told[id(v)] = replace(v, verdict=Verdict.ALREADY_APPLIED, actual_line=at + 1, offset=None,
+                                  detail=f"upstream has the lines it adds at line {at + 1}, beside its place, "
+                                         "and the rest of the patch: upstream adopted it (placing it would add "
+                                         "a second copy)")
+        return [told.get(id(v), v) for v in hunks]
 
     def _malformed(self, patch: Patch, why: str) -> _Applied:
         """PATCH's verdict when it cannot be read, or not as it fits upstream: it applies nothing,
