@@ -138,6 +138,8 @@ class LineOrigin:
 # (a base's commit, a line of its pre-image, the line upstream has in its place now) -> the commit
 # of upstream's history since that base that brought the new line in; None when none did.
 LineHistory = Callable[[str, str, str], "LineOrigin | None"]
+# TEXT -> whether any version of the file in upstream's history up to the target had a line with it.
+TextHistory = Callable[[str], bool]
 
 
 class WorkTree:
@@ -212,11 +214,13 @@ def _bytes(lines: list[str] | tuple[str, ...]) -> bytes:
 
 
 def apply_file(fc: FileChange, current: bytes, bases: BaseSource, fuzz: int,
-               history: LineHistory | None = None, own_base: bool = False) -> tuple[list[HunkVerdict], bytes | None]:
+               history: LineHistory | None = None, own_base: bool = False,
+               ever_had: TextHistory | None = None) -> tuple[list[HunkVerdict], bytes | None]:
     """Run the ladder for every hunk of one file; the new content, or None if a hunk failed.
     HISTORY is asked where a base with a commit seems to show a function renamed upstream.
-    OWN_BASE: CURRENT is known to be the file the patch was made from (`--base`)."""
-    return _FileLadder(fc, current, bases, fuzz, history, own_base).run()
+    OWN_BASE: CURRENT is known to be the file the patch was made from (`--base`). EVER_HAD is
+    asked whether a section no version at hand names was ever in the file (without it: yes)."""
+    return _FileLadder(fc, current, bases, fuzz, history, own_base, ever_had).run()
 
 
 class _FileLadder:
@@ -224,8 +228,10 @@ class _FileLadder:
     checks the line steps whenever they moved anything; fuzz last, and only when asked."""
 
     def __init__(self, fc: FileChange, current: bytes, bases: BaseSource, fuzz: int,
-                 history: LineHistory | None = None, own_base: bool = False) -> None:
+                 history: LineHistory | None = None, own_base: bool = False,
+                 ever_had: TextHistory | None = None) -> None:
         self.fc = fc
+        self._ever_had = ever_had
         self._own_base: bool | None = own_base or None  # None: not known yet
         self.current = current
         self.lines = _lines(current)
@@ -299,7 +305,8 @@ class _FileLadder:
         exact = ladder.find_exact(h, self.lines)
         # At the recorded line only the section rules are asked (a parse per file would cost every
         # clean apply); a twin that moved exactly there is still no candidate.
-        if exact and (self._fits_as_recorded(h, exact.start, h.old_lines) or self.at_own_base()):
+        if exact and (self._fits_as_recorded(h, exact.start, h.old_lines) or self.at_own_base()
+                      or self._only_place_unnamed(h, exact.start)):
             self.found(h, Verdict.CLEAN, exact)
             return True
         # The post-image where the patch put it settles it, whatever twins the file has.
@@ -318,12 +325,32 @@ class _FileLadder:
             self.found(h, Verdict.OFFSET, moved.place)
         elif applied.place:
             self.found(h, Verdict.ALREADY_APPLIED, applied.place, detail="upstream has this change")
+        elif not applied.refused and len(moved.refused) == 1 and self._only_place_unnamed(h, moved.refused[0].start):
+            self.found(h, Verdict.OFFSET, ladder.Place(moved.refused[0].start, len(h.old_lines), h.new_lines),
+                       detail=f"the section `{h.section}` is in no version of the file: it says nothing, and "
+                              "this is the one place of the pre-image")
         else:
             refusal = _refusal("pre-image", moved) or _refusal("post-image", applied)
             if refusal:
                 self.refusals[h.index] = refusal
             return False
         return True
+
+    def _only_place_unnamed(self, h: Hunk, start: int) -> bool:
+        """Whether 0-based START, where H's pre-image is found, is its one place in the file, its
+        section saying nothing: a section no version of the file ever had (a hand-written one,
+        another tool's rule) names no function to hold it to, so the hunk goes where its lines are,
+        as git am -3 and GNU patch put it; the parse of its base, where there is one, still
+        vetoes."""
+        if not h.section or ladder.occurrences(h.old_lines, self.lines, self.index) != [start] or \
+                self._parse_refuses(h, start):
+            return False
+        base = self.base()
+        texts = [self.current.decode("utf-8", errors="surrogateescape")] + \
+            ([base.pre.decode("utf-8", errors="surrogateescape")] if base is not None else [])
+        section = h.section.strip()
+        return not any(section in text for text in texts) and self._ever_had is not None and \
+            "\0" not in section and not self._ever_had(section)
 
     def _fits_as_recorded(self, h: Hunk, start: int, block: tuple[str, ...]) -> bool:
         """Whether BLOCK, found at the recorded line START, is in the hunk's own section: under any
@@ -411,6 +438,11 @@ class _FileLadder:
                 and not self._moved_whole(h, start):
             here = funcname_at(self.lines, start)
             return f"`{here or 'the top of the file'}`", f"the patch names `{h.section}`"
+        return self._parse_refuses(h, start)
+
+    def _parse_refuses(self, h: Hunk, start: int) -> tuple[str, str] | None:
+        """Where a candidate place is by the C++ parse, and why it is not the hunk's own, when the
+        parse of the hunk's base names another scope for it."""
         own = self._own_function(h)
         if own is None:
             return None
@@ -1067,7 +1099,7 @@ class Applier:
         else:
             verdicts, content = apply_file(fc, current, bases, self.fuzz,
                                            lambda commit, old, new: self._line_origin(at, commit, old, new),
-                                           self.own_base and at == fc.old_path)
+                                           self.own_base and at == fc.old_path, lambda text: self._ever_had(at, text))
         if at != fc.old_path:
             verdicts = _followed(verdicts, f"followed rename {fc.old_path} → {at}")
         if content is None:
@@ -1160,6 +1192,12 @@ class Applier:
         made = git.run(["log", "--format=%H", f"--find-object={found}", self.revision.commit, "--", path],
                        cwd=self.mirror.path).split() if found else []
         return made[-1] if made else None
+
+    def _ever_had(self, path: str, text: str) -> bool:
+        """Whether any commit of upstream's history up to the target added or removed TEXT in PATH
+        (so some version of the file had it)."""
+        return bool(git.run(["log", "-n1", "--format=%H", f"-S{text}", self.revision.commit, "--", path],
+                            cwd=self.mirror.path))
 
     def _line_origin(self, path: str, base: str, old: str, new: str) -> LineOrigin | None:
         """Where line NEW came into PATH in upstream's history from the upstream commit under BASE

@@ -17,14 +17,15 @@ from patchkit.git import git_env
 from patchkit.queue import read_patch
 
 FUNCTIONS = "".join(f"static int f{i}(int x) {{\n    int a = x;\n    a += {i};\n    return a;\n}}\n\n" for i in range(6))
-# Hand-written, as a distribution's patch is: no index line, a section no tool's rule gives there.
+# Hand-written, as a distribution's patch is: no index line, and a section no tool's rule gives
+# there (another function of the file: a section no version of the file had would say nothing).
 PATCH = """From: Packager <p@distro.invalid>
 Date: Mon, 2 Nov 2026 10:00:00 +0000
 Subject: [PATCH] f2 adds more
 
 --- a/src/m.c
 +++ b/src/m.c
-@@ -13,3 +13,3 @@ section written by another tool
+@@ -13,3 +13,3 @@ static int f4(int x)
  static int f2(int x) {
      int a = x;
 -    a += 2;
