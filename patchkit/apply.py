@@ -610,14 +610,44 @@ class _FileLadder:
                        f"{base.label} elsewhere: they disagree, so neither is trusted")
         if not unresolved:
             return None
-        elsewhere = self._moved_apart(merged) or self._merged_elsewhere(merged)
+        apart = self._moved_apart(merged)
+        elsewhere = apart or self._merged_elsewhere(merged)
+        note = ""
+        if elsewhere and not apart and self._merge_is_only_candidate(merged, unresolved, base):
+            # the section line above the change is another one now (upstream added a line a
+            # section rule takes, or the parse names another scope), while the patch's sections
+            # still stand and nothing in base or target could be a twin: git am -3's place
+            note, elsewhere = f"; it {elsewhere.split(', where', 1)[0]}, the one candidate: no twin of its lines " \
+                "or of the merged change's context in base or upstream, the patch's sections still stand", None
         if elsewhere:
             self._refuse_merge(unresolved, f"the 3-way merge from {base.label} {elsewhere}")
             return None
         verdict = Verdict.ALREADY_APPLIED if result == self.current else Verdict.MERGED
         for h in unresolved:
-            self.found(h, verdict, None, detail=f"3-way merge from {base.label}")
+            self.found(h, verdict, None, detail=f"3-way merge from {base.label}{note}")
         return result
+
+    def _merge_is_only_candidate(self, merged: list[str], unresolved: list[Hunk], base: Base) -> bool:
+        """Whether the clean merge's place is the only one the hunks could have: each unresolved
+        hunk's pre-image is once in the base and at most once upstream, every line of it still in
+        upstream's file (upstream only added lines among them), its section (if any) too, and the
+        lines on each side of every change the merge made are once upstream and at most once in
+        the base. A function deleted and a copy slid into its place, twins upstream made: each
+        leaves one of these twice, or a line of the pre-image or the section gone."""
+        pre, current = base.pre_lines, self.current.decode("utf-8", errors="surrogateescape")
+        pre_index = ladder.line_index(pre)
+        for h in unresolved:
+            if len(ladder.occurrences(h.old_lines, pre, pre_index)) != 1 or \
+                    len(ladder.occurrences(h.old_lines, self.lines, self.index)) > 1 or \
+                    any(line not in self.index for line in h.old_lines) or \
+                    (h.section and h.section.strip() not in current):
+                return False
+        for i1, i2, j1, j2 in self.differences(self.lines, merged):
+            for side in (tuple(self.lines[max(0, i1 - 3):i1]), tuple(self.lines[i2:i2 + 3])):
+                if side and (len(ladder.occurrences(side, self.lines, self.index)) != 1 or
+                             len(ladder.occurrences(side, pre, pre_index)) > 1):
+                    return False
+        return True
 
     def _pick(self, h: Hunk, merged: list[str], base: Base) -> bool:
         """Place the ambiguous hunk H where the merge changed one of its places, when the base
