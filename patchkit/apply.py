@@ -852,12 +852,41 @@ class _FileLadder:
             hit = {i for i, v in self.verdicts.items() if v.verdict is not Verdict.CLEAN}
         return hit
 
+    def _where_neighbours_say(self, h: Hunk, fuzzed: ladder.Search) -> tuple[ladder.Place, int] | None:
+        """Of fuzz's several candidates for H, the one the patch's other hunks in the file point
+        at, as GNU patch takes the one nearest the line it expects: every other hunk placed at one
+        offset, one candidate within a few lines of H's recorded line moved by it, every other
+        candidate far away. (The place and the offset; None where that does not hold.)"""
+        offsets = {(v.offset or 0) for i, v in self.verdicts.items() if i != h.index and i in self.places
+                   and v.verdict in (Verdict.CLEAN, Verdict.OFFSET)}
+        if len(offsets) != 1:
+            return None
+        (offset,) = offsets
+        expected = h.old_start - 1 + offset
+
+        def distance(place: ladder.Place) -> int:  # from where the whole hunk would start
+            return abs(place.start - min(place.fuzz, h.leading_context) - expected)
+
+        near = [p for p in fuzzed.places if distance(p) <= _NEAR]
+        if len(near) != 1 or any(distance(p) < _FAR for p in fuzzed.places if p is not near[0]):
+            return None
+        return near[0], offset
+
     def _fuzz_or_fail(self, h: Hunk) -> None:
         fuzzed = ladder.find_fuzzed(h, self.lines, self.index, self.fuzz, self.judge) if self.fuzz else ladder.Search()
         fuzzed = self._named_uniquely(h, fuzzed)
         if fuzzed.place:
             self.found(h, Verdict.FUZZED, fuzzed.place, fuzz=fuzzed.place.fuzz,
                        detail=f"placed ignoring {fuzzed.place.fuzz} context line(s) at each end")
+            return
+        corroborated = self._where_neighbours_say(h, fuzzed) if fuzzed.ambiguous else None
+        if corroborated:
+            place, offset = corroborated
+            self.found(h, Verdict.FUZZED, place, fuzz=place.fuzz,
+                       detail=f"placed ignoring {place.fuzz} context line(s) at each end, at the one candidate "
+                              f"where the offset of the patch's other hunks in the file ({offset:+d}) puts it; the "
+                              f"others, at lines {', '.join(str(p.start + 1) for p in fuzzed.places if p is not place)}, "
+                              f"are {_FAR}+ lines from it")
             return
         near = ladder.nearest(h, self.lines, self.index)
         verdict = Verdict.CONFLICT
@@ -875,6 +904,9 @@ class _FileLadder:
             nearest_line=near[0] + 1 if near else None, nearest=nearest,
             nearest_differs=tuple(i for i, line in enumerate(nearest)
                                   if i >= len(h.old_lines) or line != h.old_lines[i]))
+
+
+_NEAR, _FAR = 3, 20  # lines: a fuzz candidate corroborated by its neighbours, and the others' distance
 
 
 def _differences(a: list[str], b: list[str]) -> list[tuple[int, int, int, int]]:
