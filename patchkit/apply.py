@@ -1047,18 +1047,23 @@ class Applier:
         crlf = self._crlf_upstream(patch) if patch.crlf else None
         if crlf:
             return self._malformed(patch, crlf)
-        hunks: list[HunkVerdict] = []
-        changes: Changes = {}
-        recorded = self._bases.get(patch.sha256)
         self._made_at = self._files_at_base(patch)
-        for fc in patch.files:
-            verdicts, change = self._apply_file(fc, recorded, changes)
-            hunks += verdicts
-            changes.update(change)
-        hunks = self._told_whole(patch, self._mark_blocked(patch, hunks))
+        hunks, changes = self._place(patch)
         blank = self._blank_not_found(patch, hunks)
+        short: tuple[str, ...] = ()
+        read = patch  # as it was read for the result
         if blank:
-            return self._malformed(patch, blank)
+            # The other reading of a hunk one line short: as written, the line deleted by hand
+            # being another than a blank last one. Taken where every such hunk is found so.
+            written = _as_written(patch, {(v.file, v.hunk) for v in hunks if v.verdict not in _BLANK_FOUND})
+            hunks, changes, read = *self._place(written), written
+            found = {(v.file, v.hunk): v.verdict for v in hunks}
+            if any(found.get((fc.path, h.index)) not in _BLANK_FOUND | {Verdict.FUZZED}
+                   for fc, h in _short_hunks(patch, written)):
+                return self._malformed(patch, blank)
+            short = tuple(f"{patch.name}:{h.blank_read_at}: hunk {h.index} of {fc.path} is one line short of its "
+                          "header's count, and upstream has no blank line there: read as written"
+                          for fc, h in _short_hunks(patch, written))
         verdict = _patch_verdict(hunks)
         if verdict in _FAILURES:
             self._failed.add(patch, verdict)
@@ -1068,7 +1073,18 @@ class Applier:
         result = PatchResult(patch.name, patch.subject, patch.sha256, verdict, tuple(hunks),
                              blocked_by=blocked_by, detail=_summary(verdict, hunks, blocked_by))
         self.tree.update(changes)
-        return _Applied(patch, result, changes, _read_warnings(patch, self.revision) if changes else ())
+        return _Applied(patch, result, changes, (_read_warnings(read, self.revision) + short) if changes else ())
+
+    def _place(self, patch: Patch) -> tuple[list[HunkVerdict], Changes]:
+        """Every hunk's verdict, and what PATCH does to the tree."""
+        hunks: list[HunkVerdict] = []
+        changes: Changes = {}
+        recorded = self._bases.get(patch.sha256)
+        for fc in patch.files:
+            verdicts, change = self._apply_file(fc, recorded, changes)
+            hunks += verdicts
+            changes.update(change)
+        return self._told_whole(patch, self._mark_blocked(patch, hunks)), changes
 
     def _files_at_base(self, patch: Patch) -> dict[str, Base]:
         """PATCH's text files before and after it where the queue was made (`--base`), when it
@@ -1336,6 +1352,22 @@ def _apply_binary(fc: FileChange, current: bytes) -> tuple[list[HunkVerdict], by
     if fc.new_blob and not binary.blob_id(content).startswith(fc.new_blob):
         return _every_hunk(fc, Verdict.CONFLICT, f"the binary patch does not give blob {fc.new_blob[:12]}"), None
     return _every_hunk(fc, Verdict.CLEAN, "binary"), content
+
+
+def _as_written(patch: Patch, keys: set[tuple[str, int]]) -> Patch:
+    """PATCH with each hunk of KEYS read with a blank last line read as written instead: without it."""
+    def written(fc: FileChange, h: Hunk) -> Hunk:
+        if not h.blank_read_at or (fc.path, h.index) not in keys:
+            return h
+        return replace(h, old_lines=h.old_lines[:-1], new_lines=h.new_lines[:-1],
+                       trailing_context=h.trailing_context - 1, blank_read_at=None)
+    return replace(patch, files=tuple(replace(fc, hunks=tuple(written(fc, h) for h in fc.hunks)) for fc in patch.files))
+
+
+def _short_hunks(patch: Patch, written: Patch) -> Iterator[tuple[FileChange, Hunk]]:
+    """The hunks of PATCH that WRITTEN reads as written (one line short)."""
+    for fc, wfc in zip(patch.files, written.files):
+        yield from ((fc, h) for h, w in zip(fc.hunks, wfc.hunks) if h is not w)
 
 
 def _read_warnings(patch: Patch, revision: Revision) -> tuple[str, ...]:
