@@ -8,21 +8,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from test_own_base import FUNCTIONS
+from test_own_base import PATCH as OWN_BASE_PATCH
+
 from patchkit.apply import apply_file
 from patchkit.queue import read_patch
 
-FUNCTIONS = "".join(f"static int f{i}(int x) {{\n    int a = x;\n    a += {i};\n    return a;\n}}\n\n" for i in range(6))
-PATCH = """From: Packager <p@distro.invalid>
-Subject: [PATCH] f2 adds more
-
---- a/src/m.c
-+++ b/src/m.c
-@@ -13,3 +13,3 @@ SECTION
- static int f2(int x) {
-     int a = x;
--    a += 2;
-+    a += 22;
-"""
+# the hand-written patch of test_own_base, its section left to each test
+PATCH = OWN_BASE_PATCH.replace("@@ -13,3 +13,3 @@ static int f4(int x)\n", "@@ -13,3 +13,3 @@ SECTION\n")
 MOVED = "#include <stdio.h>\n#include <stdlib.h>\n\n" + FUNCTIONS  # the place moved 3 lines down
 
 
