@@ -5,7 +5,7 @@ which this repository never holds: point it at a folder of patches you have).
 QUEUE is a folder with a `series` file (quilt's, or one name per line) of -p1 mail or diff patches;
 a combined patch can be split into one patch per file with --split FILE (its paths stripped of
 --strip leading components, as `patch -pN`). Each patch is tried alone on REF by git am -3 and
-patch -F0/-F2 (independent per-file patches), and the whole queue by patchkit apply.
+patch -F0/-F2 (independent per-file patches), and the whole queue by patchkit apply (and with --fuzz 2).
 
 Usage: python benchmarks/real_queue.py UPSTREAM_REPO REF QUEUE [--split FILE --strip N]
 """
@@ -61,6 +61,8 @@ def main() -> None:
     parser.add_argument("--strip", type=int, default=1)
     args = parser.parse_args()
     upstream, queue = args.upstream.resolve(), args.queue.resolve()
+    # one commit id: a name like HEAD would mean another commit inside the worktrees the tools change
+    ref = git(["rev-parse", "--verify", f"{args.ref}^{{commit}}"], upstream).stdout.strip()
     if args.split:
         split(args.split, args.strip, queue)
     paths = [queue / line.split()[0] for line in (queue / "series").read_text().splitlines()
@@ -69,22 +71,27 @@ def main() -> None:
         root = Path(tmp)
         fork = fork_for(root, upstream, queue, "real")
         scratch = root / "scratch"
-        git(["worktree", "add", "--quiet", "--detach", str(scratch), args.ref], upstream)
-        results = {"patchkit": run_patchkit(fork, [p.name for p in paths], args.ref, root / "pk"),
-                   "git am -3": am_each(upstream, paths, args.ref, root / "am"),
+        git(["worktree", "add", "--quiet", "--detach", str(scratch), ref], upstream)
+        names = [p.name for p in paths]
+        results = {"patchkit": run_patchkit(fork, names, ref, root / "pk"),
+                   "patchkit --fuzz 2": run_patchkit(fork, names, ref, root / "pkf", fuzz=2),
+                   "git am -3": am_each(upstream, paths, ref, root / "am"),
                    "patch -F0": gnu_patch(scratch, paths, 0), "patch -F2": gnu_patch(scratch, paths, 2)}
         git(["worktree", "remove", "--force", str(scratch)], upstream)
-    print(f"{len(paths)} patches on {args.ref}: placed per tool")
+    print(f"{len(paths)} patches on {args.ref} ({ref[:12]}): placed per tool")
     for tool, placed in results.items():
-        print(f"  {tool:10s} {sum(p.changed is not None for p in placed.values())}/{len(paths)}")
-    print("per patch (a placement that differs from git am -3's is marked !=am):")
+        print(f"  {tool:17s} {sum(p.changed is not None for p in placed.values())}/{len(paths)}")
+    print("per patch (a placement unlike git am -3's is marked !=am, where git am -3 refused one unlike patch -F2's "
+          "!=F2; patchkit's reason where another tool placed it):")
     for p in paths:
-        am = results["git am -3"][p.name].changed
+        judge = "git am -3" if results["git am -3"][p.name].changed is not None else "patch -F2"
+        theirs = results[judge][p.name].changed
+        mark = " !=am" if judge == "git am -3" else " !=F2"
         cells = [f"{tool}: {'placed' if r[p.name].changed is not None else 'refused'}"
-                 + (" !=am" if r[p.name].changed not in (None, am) and am is not None else "")
+                 + (mark if r[p.name].changed not in (None, theirs) and theirs is not None else "")
                  for tool, r in results.items()]
         print(f"  {p.name}: " + ", ".join(cells))
-        if results["patchkit"][p.name].changed is None and am is not None:
+        if results["patchkit"][p.name].changed is None and any(r[p.name].changed is not None for r in results.values()):
             print("      patchkit: " + results["patchkit"][p.name].reason.replace("\n", "\n      "))
 
 
