@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
-from patchkit import binary, git, ladder, testpoint
+from patchkit import binary, git, ladder, testpoint, witnesses
 from patchkit.errors import EnvironmentProblem, PatchkitError
 from patchkit.git import ObjectReader
 from patchkit.queue import FileChange, Hunk, Patch
@@ -853,24 +853,10 @@ class _FileLadder:
         return hit
 
     def _where_neighbours_say(self, h: Hunk, fuzzed: ladder.Search) -> tuple[ladder.Place, int] | None:
-        """Of fuzz's several candidates for H, the one the patch's other hunks in the file point
-        at, as GNU patch takes the one nearest the line it expects: every other hunk placed at one
-        offset, one candidate within a few lines of H's recorded line moved by it, every other
-        candidate far away. (The place and the offset; None where that does not hold.)"""
+        """`witnesses.neighbours_pick` with the offsets of the hunks the line steps placed."""
         offsets = {(v.offset or 0) for i, v in self.verdicts.items() if i != h.index and i in self.places
                    and v.verdict in (Verdict.CLEAN, Verdict.OFFSET)}
-        if len(offsets) != 1:
-            return None
-        (offset,) = offsets
-        expected = h.old_start - 1 + offset
-
-        def distance(place: ladder.Place) -> int:  # from where the whole hunk would start
-            return abs(place.start - min(place.fuzz, h.leading_context) - expected)
-
-        near = [p for p in fuzzed.places if distance(p) <= _NEAR]
-        if len(near) != 1 or any(distance(p) < _FAR for p in fuzzed.places if p is not near[0]):
-            return None
-        return near[0], offset
+        return witnesses.neighbours_pick(h, fuzzed.places, offsets)
 
     def _fuzz_or_fail(self, h: Hunk) -> None:
         fuzzed = ladder.find_fuzzed(h, self.lines, self.index, self.fuzz, self.judge) if self.fuzz else ladder.Search()
@@ -886,7 +872,7 @@ class _FileLadder:
                        detail=f"placed ignoring {place.fuzz} context line(s) at each end, at the one candidate "
                               f"where the offset of the patch's other hunks in the file ({offset:+d}) puts it; the "
                               f"others, at lines {', '.join(str(p.start + 1) for p in fuzzed.places if p is not place)}, "
-                              f"are {_FAR}+ lines from it")
+                              f"are {witnesses.FAR}+ lines from it")
             return
         near = ladder.nearest(h, self.lines, self.index)
         verdict = Verdict.CONFLICT
@@ -906,9 +892,6 @@ class _FileLadder:
                                   if i >= len(h.old_lines) or line != h.old_lines[i]))
 
 
-_NEAR, _FAR = 3, 20  # lines: a fuzz candidate corroborated by its neighbours, and the others' distance
-
-
 def _differences(a: list[str], b: list[str]) -> list[tuple[int, int, int, int]]:
     """The (i1, i2, j1, j2) ranges where A and B differ. The common head and tail are cut first:
     the merge and the line steps differ in a few places of a long file; where only one side has
@@ -926,23 +909,6 @@ def _differences(a: list[str], b: list[str]) -> list[tuple[int, int, int, int]]:
         return [(head, len(a) - tail, head, len(b) - tail)]
     return [(i1 + head, i2 + head, j1 + head, j2 + head)
             for i1, i2, j1, j2 in git.line_differences(_bytes(a_mid), _bytes(b_mid))]
-
-
-def _adopted_block_at(h: Hunk, lines: list[str]) -> int | None:
-    """Where (0-based) upstream's LINES have the block hunk H adds, near where its context is:
-    for a hunk that removes nothing and adds one run of at least two lines of code, once within
-    the hunk's length of that place. None where it is not so."""
-    lead, trail = h.leading_context, h.trailing_context
-    added = h.new_lines[lead:len(h.new_lines) - trail]
-    if len(h.old_lines) != lead + trail or sum(1 for line in added if re.search(r"\w", line)) < 2:
-        return None  # the hunk removes lines, or adds a trivial block (a brace, a blank line)
-    index = ladder.line_index(lines)
-    near = ladder.nearest(h, lines, index)
-    if near is None:
-        return None
-    lo, hi = near[0] - len(h.new_lines), near[0] + 2 * len(h.new_lines)
-    found = [s for s in ladder.occurrences(added, lines, index) if lo <= s <= hi]
-    return found[0] if len(found) == 1 else None
 
 
 def _ordinal(n: int) -> str:
@@ -1116,7 +1082,7 @@ class Applier:
         for v in pending:
             h = next(h for fc in patch.files if fc.path == v.file for h in fc.hunks if h.index == v.hunk)
             current = self.tree.read(v.file)
-            at = _adopted_block_at(h, _lines(current)) if current is not None else None
+            at = witnesses.adopted_block_at(h, _lines(current)) if current is not None else None
             if at is None:
                 return hunks
             told[id(v)] = replace(v, verdict=Verdict.ALREADY_APPLIED, actual_line=at + 1, offset=None,
