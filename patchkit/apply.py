@@ -10,7 +10,6 @@ only a caller that asks (`AppliedQueue.record`) writes them into the mirror unde
 from __future__ import annotations
 
 import contextlib
-import difflib
 import enum
 import functools
 import os
@@ -21,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
-from patchkit import binary, git, ladder, testpoint
+from patchkit import binary, git, ladder, testpoint, witnesses
 from patchkit.errors import EnvironmentProblem, PatchkitError
 from patchkit.git import ObjectReader
 from patchkit.queue import FileChange, Hunk, Patch
@@ -113,6 +112,10 @@ class Base:
     locate: Callable[[], "str | None"] = lambda: None  # finds the commit the pre-image is read from
 
     @functools.cached_property
+    def pre_lines(self) -> list[str]:
+        return _lines(self.pre)
+
+    @functools.cached_property
     def commit(self) -> str | None:
         """The commit the pre-image is read from (None: none is known). Looked up only when a
         rename is asked about: for an index blob it is a history search, per file."""
@@ -135,6 +138,8 @@ class LineOrigin:
 # (a base's commit, a line of its pre-image, the line upstream has in its place now) -> the commit
 # of upstream's history since that base that brought the new line in; None when none did.
 LineHistory = Callable[[str, str, str], "LineOrigin | None"]
+# TEXT -> whether any version of the file in upstream's history up to the target had a line with it.
+TextHistory = Callable[[str], bool]
 
 
 class WorkTree:
@@ -209,10 +214,13 @@ def _bytes(lines: list[str] | tuple[str, ...]) -> bytes:
 
 
 def apply_file(fc: FileChange, current: bytes, bases: BaseSource, fuzz: int,
-               history: LineHistory | None = None) -> tuple[list[HunkVerdict], bytes | None]:
+               history: LineHistory | None = None, own_base: bool = False,
+               ever_had: TextHistory | None = None) -> tuple[list[HunkVerdict], bytes | None]:
     """Run the ladder for every hunk of one file; the new content, or None if a hunk failed.
-    HISTORY is asked where a base with a commit seems to show a function renamed upstream."""
-    return _FileLadder(fc, current, bases, fuzz, history).run()
+    HISTORY is asked where a base with a commit seems to show a function renamed upstream.
+    OWN_BASE: CURRENT is known to be the file the patch was made from (`--base`). EVER_HAD is
+    asked whether a section no version at hand names was ever in the file (without it: yes)."""
+    return _FileLadder(fc, current, bases, fuzz, history, own_base, ever_had).run()
 
 
 class _FileLadder:
@@ -220,8 +228,11 @@ class _FileLadder:
     checks the line steps whenever they moved anything; fuzz last, and only when asked."""
 
     def __init__(self, fc: FileChange, current: bytes, bases: BaseSource, fuzz: int,
-                 history: LineHistory | None = None) -> None:
+                 history: LineHistory | None = None, own_base: bool = False,
+                 ever_had: TextHistory | None = None) -> None:
         self.fc = fc
+        self._ever_had = ever_had
+        self._own_base: bool | None = own_base or None  # None: not known yet
         self.current = current
         self.lines = _lines(current)
         self.index = ladder.line_index(self.lines)
@@ -238,6 +249,26 @@ class _FileLadder:
         self.places: dict[int, ladder.Place] = {}  # already-applied hunks too, as no-op places
         self.refusals: dict[int, str] = {}
         self.twins: dict[int, tuple[int, ...]] = {}  # an ambiguous hunk's places (0-based), for the merge
+        # (a, b) -> their differences: the same pair is asked about for each hunk of one merge
+        self._diffs: dict[tuple[tuple[str, ...], tuple[str, ...]], list[tuple[int, int, int, int]]] = {}
+
+    def differences(self, a: list[str], b: list[str]) -> list[tuple[int, int, int, int]]:
+        """`_differences` of A and B, computed once per pair of texts."""
+        key = (tuple(a), tuple(b))
+        if key not in self._diffs:
+            self._diffs[key] = _differences(a, b)
+        return self._diffs[key]
+
+    def at_own_base(self) -> bool:
+        """Whether the file is the very one the patch was made from: its index blob, the pre-image
+        of its last good run, or the commit the user named with `--base`. There the recorded lines
+        are the patch's own, whatever a section or a parse says (git am -3 applies it there)."""
+        if self._own_base is None:
+            blob = self.fc.old_blob
+            base = self.base()
+            self._own_base = bool(blob and binary.blob_id(self.current).startswith(blob)) or \
+                (base is not None and base.pre == self.current)
+        return bool(self._own_base)
 
     def base(self) -> Base | None:
         if not self._base:
@@ -274,7 +305,8 @@ class _FileLadder:
         exact = ladder.find_exact(h, self.lines)
         # At the recorded line only the section rules are asked (a parse per file would cost every
         # clean apply); a twin that moved exactly there is still no candidate.
-        if exact and self._fits_as_recorded(h, exact.start, h.old_lines):
+        if exact and (self._fits_as_recorded(h, exact.start, h.old_lines) or self.at_own_base()
+                      or self._only_place_unnamed(h, exact.start)):
             self.found(h, Verdict.CLEAN, exact)
             return True
         # The post-image where the patch put it settles it, whatever twins the file has.
@@ -293,12 +325,32 @@ class _FileLadder:
             self.found(h, Verdict.OFFSET, moved.place)
         elif applied.place:
             self.found(h, Verdict.ALREADY_APPLIED, applied.place, detail="upstream has this change")
+        elif not applied.refused and len(moved.refused) == 1 and self._only_place_unnamed(h, moved.refused[0].start):
+            self.found(h, Verdict.OFFSET, ladder.Place(moved.refused[0].start, len(h.old_lines), h.new_lines),
+                       detail=f"the section `{h.section}` is in no version of the file: it says nothing, and "
+                              "this is the one place of the pre-image")
         else:
             refusal = _refusal("pre-image", moved) or _refusal("post-image", applied)
             if refusal:
                 self.refusals[h.index] = refusal
             return False
         return True
+
+    def _only_place_unnamed(self, h: Hunk, start: int) -> bool:
+        """Whether 0-based START, where H's pre-image is found, is its one place in the file, its
+        section saying nothing: a section no version of the file ever had (a hand-written one,
+        another tool's rule) names no function to hold it to, so the hunk goes where its lines are,
+        as git am -3 and GNU patch put it; the parse of its base, where there is one, still
+        vetoes."""
+        if not h.section or ladder.occurrences(h.old_lines, self.lines, self.index) != [start] or \
+                self._parse_refuses(h, start):
+            return False
+        base = self.base()
+        texts = [self.current.decode("utf-8", errors="surrogateescape")] + \
+            ([base.pre.decode("utf-8", errors="surrogateescape")] if base is not None else [])
+        section = h.section.strip()
+        return not any(section in text for text in texts) and self._ever_had is not None and \
+            "\0" not in section and not self._ever_had(section)
 
     def _fits_as_recorded(self, h: Hunk, start: int, block: tuple[str, ...]) -> bool:
         """Whether BLOCK, found at the recorded line START, is in the hunk's own section: under any
@@ -330,7 +382,7 @@ class _FileLadder:
         the base than at 0-based START upstream. A quilt or plain diff hunk names none; its base
         does."""
         base = self.base()
-        pre = _lines(base.pre) if base is not None else []
+        pre = base.pre_lines if base is not None else []
         at = _place_in(h, pre) if base is not None else None
         return at is not None and funcname_at(pre, at + _anchor(h)) != funcname_at(self.lines, start + _anchor(h))
 
@@ -340,7 +392,7 @@ class _FileLadder:
         base = self.base()
         if base is None:
             return None
-        pre = _lines(base.pre)
+        pre = base.pre_lines
         start = _place_in(h, pre)
         return Sections(pre).named(h.section, start) if start is not None else None
 
@@ -386,6 +438,11 @@ class _FileLadder:
                 and not self._moved_whole(h, start):
             here = funcname_at(self.lines, start)
             return f"`{here or 'the top of the file'}`", f"the patch names `{h.section}`"
+        return self._parse_refuses(h, start)
+
+    def _parse_refuses(self, h: Hunk, start: int) -> tuple[str, str] | None:
+        """Where a candidate place is by the C++ parse, and why it is not the hunk's own, when the
+        parse of the hunk's base names another scope for it."""
         own = self._own_function(h)
         if own is None:
             return None
@@ -409,7 +466,7 @@ class _FileLadder:
         base = self.base()
         if base is None:
             return False
-        pre = _lines(base.pre)
+        pre = base.pre_lines
         starts = ladder.occurrences(h.old_lines, pre, ladder.line_index(pre))
         if len(starts) != 1:
             return False
@@ -451,7 +508,7 @@ class _FileLadder:
             self._own_scope[h.index] = None
             base = self.base() if is_cpp(self.fc.path) else None
             if base is not None:
-                pre = _lines(base.pre)
+                pre = base.pre_lines
                 start = _place_in(h, pre)
                 if start is not None:
                     self._own_scope[h.index] = self._scopes_of("pre", pre).scope_at(start + _anchor(h))
@@ -472,7 +529,7 @@ class _FileLadder:
         own, start, base = self._own_function(h), self._own_start.get(h.index), self.base()
         if not own or start is None or base is None:
             return None
-        pre = _lines(base.pre)
+        pre = base.pre_lines
         replaced = self._replaced_section_line(h, pre, start)
         if replaced is None or self._scopes_of("pre", pre).scope_at(replaced[0]) != own:
             return None  # not replaced, or the section names a class or a label, not the function
@@ -494,7 +551,7 @@ class _FileLadder:
         if at is None:
             named = Sections(pre).named(h.section, start)
             at = next((i for i in range(start - 1, -1, -1) if named in section_texts(pre[i])), None) if named else None
-        replaced = next(((i1, i2, j1, j2) for i1, i2, j1, j2 in _differences(pre, self.lines)
+        replaced = next(((i1, i2, j1, j2) for i1, i2, j1, j2 in self.differences(pre, self.lines)
                          if at is not None and i1 <= at < i2), None)
         if at is None or replaced is None or replaced[1] - replaced[0] != 1 or replaced[3] - replaced[2] != 1:
             return None  # the line is unchanged, or went with others around it
@@ -541,7 +598,7 @@ class _FileLadder:
         result, conflicts = git.merge_file(self.current, base.pre, base.post)
         if conflicts:
             self._refuse_merge(unresolved, f"3-way merge from {base.label} conflicts")
-            self._refuse_moved(f"the 3-way merge from {base.label} conflicts")
+            self._refuse_moved(base, f"the 3-way merge from {base.label} conflicts")
             return None
         merged = _lines(result)
         undecided = [h for h in ambiguous if not self._pick(h, merged, base)]
@@ -553,14 +610,44 @@ class _FileLadder:
                        f"{base.label} elsewhere: they disagree, so neither is trusted")
         if not unresolved:
             return None
-        elsewhere = self._moved_apart(merged) or self._merged_elsewhere(merged)
+        apart = self._moved_apart(merged)
+        elsewhere = apart or self._merged_elsewhere(merged)
+        note = ""
+        if elsewhere and not apart and self._merge_is_only_candidate(merged, unresolved, base):
+            # the section line above the change is another one now (upstream added a line a
+            # section rule takes, or the parse names another scope), while the patch's sections
+            # still stand and nothing in base or target could be a twin: git am -3's place
+            note, elsewhere = f"; it {elsewhere.split(', where', 1)[0]}, the one candidate: no twin of its lines " \
+                "or of the merged change's context in base or upstream, the patch's sections still stand", None
         if elsewhere:
             self._refuse_merge(unresolved, f"the 3-way merge from {base.label} {elsewhere}")
             return None
         verdict = Verdict.ALREADY_APPLIED if result == self.current else Verdict.MERGED
         for h in unresolved:
-            self.found(h, verdict, None, detail=f"3-way merge from {base.label}")
+            self.found(h, verdict, None, detail=f"3-way merge from {base.label}{note}")
         return result
+
+    def _merge_is_only_candidate(self, merged: list[str], unresolved: list[Hunk], base: Base) -> bool:
+        """Whether the clean merge's place is the only one the hunks could have: each unresolved
+        hunk's pre-image is once in the base and at most once upstream, every line of it still in
+        upstream's file (upstream only added lines among them), its section (if any) too, and the
+        lines on each side of every change the merge made are once upstream and at most once in
+        the base. A function deleted and a copy slid into its place, twins upstream made: each
+        leaves one of these twice, or a line of the pre-image or the section gone."""
+        pre, current = base.pre_lines, self.current.decode("utf-8", errors="surrogateescape")
+        pre_index = ladder.line_index(pre)
+        for h in unresolved:
+            if len(ladder.occurrences(h.old_lines, pre, pre_index)) != 1 or \
+                    len(ladder.occurrences(h.old_lines, self.lines, self.index)) > 1 or \
+                    any(line not in self.index for line in h.old_lines) or \
+                    (h.section and h.section.strip() not in current):
+                return False
+        for i1, i2, j1, j2 in self.differences(self.lines, merged):
+            for side in (tuple(self.lines[max(0, i1 - 3):i1]), tuple(self.lines[i2:i2 + 3])):
+                if side and (len(ladder.occurrences(side, self.lines, self.index)) != 1 or
+                             len(ladder.occurrences(side, pre, pre_index)) > 1):
+                    return False
+        return True
 
     def _pick(self, h: Hunk, merged: list[str], base: Base) -> bool:
         """Place the ambiguous hunk H where the merge changed one of its places, when the base
@@ -574,11 +661,11 @@ class _FileLadder:
         none. The merged lines around the pick are checked against the hunk later, as any place
         the line steps found."""
         places = self.twins[h.index]
-        changed = [(i1, i2) for i1, i2, _, _ in _differences(self.lines, merged)]
+        changed = [(i1, i2) for i1, i2, _, _ in self.differences(self.lines, merged)]
         size = len(h.old_lines)
         picked = [s for s in places if any((i1 < s + size and s < i2) or (i1 == i2 and s <= i1 <= s + size)
                                            for i1, i2 in changed)]
-        pre = _lines(base.pre)
+        pre = base.pre_lines
         own = ladder.find_exact(h, pre)
         sections = Sections(pre)
         in_base = [s for s in ladder.occurrences(h.old_lines, pre, ladder.line_index(pre))
@@ -603,22 +690,36 @@ class _FileLadder:
         for h in unresolved:
             self.refusals[h.index] = "; ".join(filter(None, [why, self.refusals.get(h.index)]))
 
-    def _refuse_moved(self, why: str) -> None:
+    def _refuse_moved(self, base: Base, why: str) -> None:
         """Refuse every hunk the line steps moved, WHY naming the merge that does not confirm it.
         A hunk moved away from its recorded line may be a twin whose lines still match while its
         own site changed; the merge is the one witness of where the base's lines went, and one that
         conflicts does not say the new place is the old one (git am -3 keeps its `git apply`
-        offset, and puts the change into the twin). A function that moved whole is the other
-        witness (`_moved_whole`): a merge conflicts on every move, the moved lines being deleted
-        in one place and added in another."""
+        offset, and puts the change into the twin). Two witnesses remain: the hunk's own merge
+        (`_merged_alone`: the conflict is another hunk's, whose line upstream changed), and a
+        function that moved whole (`_moved_whole`: a merge conflicts on every move, the moved
+        lines being deleted in one place and added in another)."""
         hunks = {h.index: h for h in self.fc.hunks}
         for index, v in list(self.verdicts.items()):
-            if v.verdict is Verdict.OFFSET and not self._moved_whole(hunks[index], self.places[index].start):
+            if v.verdict is Verdict.OFFSET and not self._merged_alone(hunks[index], base) and \
+                    not self._moved_whole(hunks[index], self.places[index].start):
                 self.verdicts[index] = replace(
                     v, verdict=Verdict.CONFLICT, offset=None,
                     detail=f"the line steps put it at line {v.actual_line}, but {why}, so that place "
                            "is not known to be the patch's own")
                 self.places.pop(index, None)
+
+    def _merged_alone(self, h: Hunk, base: Base) -> bool:
+        """Whether the 3-way merge of hunk H alone (its base's pre-image, and that with H applied
+        at its one place there) is clean and gives what the line steps give: H's own lines went
+        where the line steps put it, whatever upstream did to another hunk's lines."""
+        pre = base.pre_lines
+        start = _place_in(h, pre)
+        if start is None:
+            return False
+        post = ladder.splice(pre, [ladder.Place(start, len(h.old_lines), h.new_lines)])
+        result, conflicts = git.merge_file(self.current, base.pre, _bytes(post or []))
+        return not conflicts and _bytes(ladder.splice(self.lines, [self.places[h.index]]) or []) == result
 
     def _merged_elsewhere(self, merged: list[str]) -> str | None:
         """Where the merge put a change that is not the patch's own (C/C++): outside every
@@ -639,7 +740,7 @@ class _FileLadder:
         current = self._scopes_of("current", self.lines)
         own |= {self._renamed(h) for h in sectioned} - {None}
         after = self._scopes_of("merged", merged)
-        for i1, i2, j1, j2 in _differences(self.lines, merged):
+        for i1, i2, j1, j2 in self.differences(self.lines, merged):
             there = after.scope_at(j1) if j2 > j1 else current.scope_at(min(i1, len(self.lines) - 1))
             if there not in own and not (i1 == i2 and self._adds_own_lines(merged[j1:j2], i1, there)):
                 return (f"put a change at line {j1 + 1}, in `{there or 'file scope'}` (by a C++ parse), "
@@ -667,7 +768,7 @@ class _FileLadder:
                 return not found  # a hunk at the top of the file, before any section
             return sections.named(h.section, start) is not None or any(text in found for text in renamed)
 
-        for _, _, j1, _ in _differences(self.lines, merged):
+        for _, _, j1, _ in self.differences(self.lines, merged):
             if not any(own(h, max(0, j1 - h.leading_context)) for h in self.fc.hunks):
                 there = next(sections.at(j1), "")
                 return (f"put a change at line {j1 + 1}, under `{there or 'no section'}`, where the patch "
@@ -678,7 +779,7 @@ class _FileLadder:
     def _renamed_line(self, h: Hunk, base: Base) -> str | None:
         """The line that replaced the one H's section was written for, where upstream's history
         shows a rename; None otherwise."""
-        pre = _lines(base.pre)
+        pre = base.pre_lines
         starts = ladder.occurrences(h.old_lines, pre, ladder.line_index(pre))
         replaced = self._replaced_section_line(h, pre, starts[0]) if len(starts) == 1 else None
         if replaced is None or not self._rename_shown(h, base, pre[replaced[0]], self.lines[replaced[1]]):
@@ -688,7 +789,7 @@ class _FileLadder:
     def _moved_apart(self, merged: list[str]) -> str | None:
         """Where the merge put lines a hunk adds beside one side of its context while the other
         side is found unchanged elsewhere in upstream's file: upstream moved them apart."""
-        for i1, i2, j1, j2 in _differences(self.lines, merged):
+        for i1, i2, j1, j2 in self.differences(self.lines, merged):
             if i1 == i2 and self._sides_apart(merged[j1:j2], i1):
                 return (f"put the lines a hunk adds at line {j1 + 1}, beside one side of its context, while "
                         "the other side is found unchanged elsewhere: upstream moved them apart")
@@ -700,7 +801,7 @@ class _FileLadder:
         beside AT: upstream moved a neighbour away (a function the patch adds after another goes
         with neither). A side the base has twice says nothing: its twin may be what is left."""
         base = self.base()
-        pre = _lines(base.pre) if base is not None else []
+        pre = base.pre_lines if base is not None else []
         index = ladder.line_index(pre)
 
         def moved(side: tuple[str, ...], beside: int) -> bool:  # once in the base, elsewhere now
@@ -744,12 +845,18 @@ class _FileLadder:
         if spliced is None:
             return set()  # reported as overlapping hunks
         ranges = ladder.spliced_ranges(self.places)
-        differing = [(i1, i2) for i1, i2, _, _ in _differences(spliced, merged)]
+        differing = [(i1, i2) for i1, i2, _, _ in self.differences(spliced, merged)]
         hit = {index for index, (lo, hi) in ranges.items() for i1, i2 in differing
                if (i1 < hi and lo < i2) or (i1 == i2 and lo < i1 < hi)}
         if complete and differing and not hit:
             hit = {i for i, v in self.verdicts.items() if v.verdict is not Verdict.CLEAN}
         return hit
+
+    def _where_neighbours_say(self, h: Hunk, fuzzed: ladder.Search) -> tuple[ladder.Place, int] | None:
+        """`witnesses.neighbours_pick` with the offsets of the hunks the line steps placed."""
+        offsets = {(v.offset or 0) for i, v in self.verdicts.items() if i != h.index and i in self.places
+                   and v.verdict in (Verdict.CLEAN, Verdict.OFFSET)}
+        return witnesses.neighbours_pick(h, fuzzed.places, offsets)
 
     def _fuzz_or_fail(self, h: Hunk) -> None:
         fuzzed = ladder.find_fuzzed(h, self.lines, self.index, self.fuzz, self.judge) if self.fuzz else ladder.Search()
@@ -757,6 +864,15 @@ class _FileLadder:
         if fuzzed.place:
             self.found(h, Verdict.FUZZED, fuzzed.place, fuzz=fuzzed.place.fuzz,
                        detail=f"placed ignoring {fuzzed.place.fuzz} context line(s) at each end")
+            return
+        corroborated = self._where_neighbours_say(h, fuzzed) if fuzzed.ambiguous else None
+        if corroborated:
+            place, offset = corroborated
+            self.found(h, Verdict.FUZZED, place, fuzz=place.fuzz,
+                       detail=f"placed ignoring {place.fuzz} context line(s) at each end, at the one candidate "
+                              f"where the offset of the patch's other hunks in the file ({offset:+d}) puts it; the "
+                              f"others, at lines {', '.join(str(p.start + 1) for p in fuzzed.places if p is not place)}, "
+                              f"are {witnesses.FAR}+ lines from it")
             return
         near = ladder.nearest(h, self.lines, self.index)
         verdict = Verdict.CONFLICT
@@ -778,17 +894,21 @@ class _FileLadder:
 
 def _differences(a: list[str], b: list[str]) -> list[tuple[int, int, int, int]]:
     """The (i1, i2, j1, j2) ranges where A and B differ. The common head and tail are cut first:
-    the merge and the line steps differ in a few places of a long file, and matching the whole of
-    it line by line would cost seconds per file."""
+    the merge and the line steps differ in a few places of a long file; where only one side has
+    lines between them that is the one difference, else git's diff aligns the rest."""
     head = 0
     while head < min(len(a), len(b)) and a[head] == b[head]:
         head += 1
     tail = 0
     while tail < min(len(a), len(b)) - head and a[-1 - tail] == b[-1 - tail]:
         tail += 1
-    matcher = difflib.SequenceMatcher(None, a[head:len(a) - tail], b[head:len(b) - tail], autojunk=False)
+    a_mid, b_mid = a[head:len(a) - tail], b[head:len(b) - tail]
+    if not a_mid and not b_mid:
+        return []
+    if not a_mid or not b_mid:
+        return [(head, len(a) - tail, head, len(b) - tail)]
     return [(i1 + head, i2 + head, j1 + head, j2 + head)
-            for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"]
+            for i1, i2, j1, j2 in git.line_differences(_bytes(a_mid), _bytes(b_mid))]
 
 
 def _ordinal(n: int) -> str:
@@ -869,11 +989,18 @@ def _patch_verdict(hunks: list[HunkVerdict]) -> Verdict:
 class Applier:
     """Applies a queue on one upstream commit, patch by patch, in memory."""
 
-    def __init__(self, mirror: Mirror, revision: Revision, reader: ObjectReader, fuzz: int = 0) -> None:
+    def __init__(self, mirror: Mirror, revision: Revision, reader: ObjectReader, fuzz: int = 0,
+                 base: Revision | None = None) -> None:
         self.mirror = mirror
         self.revision = revision
         self.reader = reader
         self.fuzz = fuzz
+        # BASE: the commit the user says the queue was made from (`--base`). At it, every hunk's
+        # recorded lines are its own; elsewhere the queue applied there gives each patch's files
+        # before and after it, a 3-way base for a queue without index lines.
+        self.own_base = base is not None and base.commit == revision.commit
+        self._at_base = Applier(mirror, base, reader, base=base) if base is not None and not self.own_base else None
+        self._made_at: dict[str, Base] = {}  # the patch being applied: path -> its files at BASE
         self.tree = WorkTree(reader, mirror.path, revision.commit)
         self._failed = _FailedRanges()
         self._bases = mirror.base_commits()
@@ -886,17 +1013,23 @@ class Applier:
         crlf = self._crlf_upstream(patch) if patch.crlf else None
         if crlf:
             return self._malformed(patch, crlf)
-        hunks: list[HunkVerdict] = []
-        changes: Changes = {}
-        recorded = self._bases.get(patch.sha256)
-        for fc in patch.files:
-            verdicts, change = self._apply_file(fc, recorded, changes)
-            hunks += verdicts
-            changes.update(change)
-        hunks = self._mark_blocked(patch, hunks)
+        self._made_at = self._files_at_base(patch)
+        hunks, changes = self._place(patch)
         blank = self._blank_not_found(patch, hunks)
+        short: tuple[str, ...] = ()
+        read = patch  # as it was read for the result
         if blank:
-            return self._malformed(patch, blank)
+            # The other reading of a hunk one line short: as written, the line deleted by hand
+            # being another than a blank last one. Taken where every such hunk is found so.
+            written = _as_written(patch, {(v.file, v.hunk) for v in hunks if v.verdict not in _BLANK_FOUND})
+            hunks, changes, read = *self._place(written), written
+            found = {(v.file, v.hunk): v.verdict for v in hunks}
+            if any(found.get((fc.path, h.index)) not in _BLANK_FOUND | {Verdict.FUZZED}
+                   for fc, h in _short_hunks(patch, written)):
+                return self._malformed(patch, blank)
+            short = tuple(f"{patch.name}:{h.blank_read_at}: hunk {h.index} of {fc.path} is one line short of its "
+                          "header's count, and upstream has no blank line there: read as written"
+                          for fc, h in _short_hunks(patch, written))
         verdict = _patch_verdict(hunks)
         if verdict in _FAILURES:
             self._failed.add(patch, verdict)
@@ -906,7 +1039,57 @@ class Applier:
         result = PatchResult(patch.name, patch.subject, patch.sha256, verdict, tuple(hunks),
                              blocked_by=blocked_by, detail=_summary(verdict, hunks, blocked_by))
         self.tree.update(changes)
-        return _Applied(patch, result, changes, _read_warnings(patch, self.revision) if changes else ())
+        return _Applied(patch, result, changes, (_read_warnings(read, self.revision) + short) if changes else ())
+
+    def _place(self, patch: Patch) -> tuple[list[HunkVerdict], Changes]:
+        """Every hunk's verdict, and what PATCH does to the tree."""
+        hunks: list[HunkVerdict] = []
+        changes: Changes = {}
+        recorded = self._bases.get(patch.sha256)
+        for fc in patch.files:
+            verdicts, change = self._apply_file(fc, recorded, changes)
+            hunks += verdicts
+            changes.update(change)
+        return self._told_whole(patch, self._mark_blocked(patch, hunks)), changes
+
+    def _files_at_base(self, patch: Patch) -> dict[str, Base]:
+        """PATCH's text files before and after it where the queue was made (`--base`), when it
+        applies there: path -> that pair."""
+        if self._at_base is None:
+            return {}
+        at = self._at_base
+        before = {fc.old_path: at.tree.read(fc.old_path) for fc in patch.files if fc.old_path and not fc.binary}
+        applied = at.apply(patch)
+        if not applied.result.good:
+            return {}
+        commit = at.revision.commit
+        pairs = {}
+        for fc in patch.files:
+            pre, post = before.get(fc.old_path or ""), applied.changes.get(fc.new_path or fc.old_path or "")
+            if pre is not None and post is not None:
+                pairs[fc.old_path or ""] = Base(f"the --base commit {commit[:12]}", pre, post[1], lambda: commit)
+        return pairs
+
+    def _told_whole(self, patch: Patch, hunks: list[HunkVerdict]) -> list[HunkVerdict]:
+        """HUNKS, where upstream adopted the patch, each hunk not found applied said to be so too:
+        some hunks are upstream's already, and the block of lines each other one only adds stands
+        beside its place (upstream put the same test case a few lines off). Placing them would
+        add second copies."""
+        pending = [v for v in hunks if v.verdict is not Verdict.ALREADY_APPLIED]
+        if len(pending) == len(hunks) or not pending or not all(v.verdict.good for v in pending):
+            return hunks
+        told = {}
+        for v in pending:
+            h = next(h for fc in patch.files if fc.path == v.file for h in fc.hunks if h.index == v.hunk)
+            current = self.tree.read(v.file)
+            at = witnesses.adopted_block_at(h, _lines(current)) if current is not None else None
+            if at is None:
+                return hunks
+            told[id(v)] = replace(v, verdict=Verdict.ALREADY_APPLIED, actual_line=at + 1, offset=None,
+                                  detail=f"upstream has the lines it adds at line {at + 1}, beside its place, "
+                                         "and the rest of the patch: upstream adopted it (placing it would add "
+                                         "a second copy)")
+        return [told.get(id(v), v) for v in hunks]
 
     def _malformed(self, patch: Patch, why: str) -> _Applied:
         """PATCH's verdict when it cannot be read, or not as it fits upstream: it applies nothing,
@@ -959,7 +1142,8 @@ class Applier:
             verdicts, content = _apply_binary(fc, current)
         else:
             verdicts, content = apply_file(fc, current, bases, self.fuzz,
-                                           lambda commit, old, new: self._line_origin(at, commit, old, new))
+                                           lambda commit, old, new: self._line_origin(at, commit, old, new),
+                                           self.own_base and at == fc.old_path, lambda text: self._ever_had(at, text))
         if at != fc.old_path:
             verdicts = _followed(verdicts, f"followed rename {fc.old_path} → {at}")
         if content is None:
@@ -1043,7 +1227,7 @@ class Applier:
                     if post_lines is not None:
                         return Base(f"the patch's index blob {fc.old_blob}", pre, _bytes(post_lines),
                                     lambda: self._blob_commit(fc.path, fc.old_blob))
-        return None
+        return self._made_at.get(fc.path)
 
     def _blob_commit(self, path: str, blob: str) -> str | None:
         """The oldest upstream commit whose PATH is BLOB: where the patch's index blob starts
@@ -1052,6 +1236,12 @@ class Applier:
         made = git.run(["log", "--format=%H", f"--find-object={found}", self.revision.commit, "--", path],
                        cwd=self.mirror.path).split() if found else []
         return made[-1] if made else None
+
+    def _ever_had(self, path: str, text: str) -> bool:
+        """Whether any commit of upstream's history up to the target added or removed TEXT in PATH
+        (so some version of the file had it)."""
+        return bool(git.run(["log", "-n1", "--format=%H", f"-S{text}", self.revision.commit, "--", path],
+                            cwd=self.mirror.path))
 
     def _line_origin(self, path: str, base: str, old: str, new: str) -> LineOrigin | None:
         """Where line NEW came into PATH in upstream's history from the upstream commit under BASE
@@ -1130,6 +1320,22 @@ def _apply_binary(fc: FileChange, current: bytes) -> tuple[list[HunkVerdict], by
     return _every_hunk(fc, Verdict.CLEAN, "binary"), content
 
 
+def _as_written(patch: Patch, keys: set[tuple[str, int]]) -> Patch:
+    """PATCH with each hunk of KEYS read with a blank last line read as written instead: without it."""
+    def written(fc: FileChange, h: Hunk) -> Hunk:
+        if not h.blank_read_at or (fc.path, h.index) not in keys:
+            return h
+        return replace(h, old_lines=h.old_lines[:-1], new_lines=h.new_lines[:-1],
+                       trailing_context=h.trailing_context - 1, blank_read_at=None)
+    return replace(patch, files=tuple(replace(fc, hunks=tuple(written(fc, h) for h in fc.hunks)) for fc in patch.files))
+
+
+def _short_hunks(patch: Patch, written: Patch) -> Iterator[tuple[FileChange, Hunk]]:
+    """The hunks of PATCH that WRITTEN reads as written (one line short)."""
+    for fc, wfc in zip(patch.files, written.files):
+        yield from ((fc, h) for h, w in zip(fc.hunks, wfc.hunks) if h is not w)
+
+
 def _read_warnings(patch: Patch, revision: Revision) -> tuple[str, ...]:
     """What a maintainer should know of how a committed patch was read."""
     warnings = []
@@ -1203,12 +1409,14 @@ _SCRATCH_REF = "refs/heads/applied"
 
 
 @contextlib.contextmanager
-def apply_queue(mirror: Mirror, revision: Revision, patches: Sequence[Patch], fuzz: int = 0) -> Iterator[AppliedQueue]:
+def apply_queue(mirror: Mirror, revision: Revision, patches: Sequence[Patch], fuzz: int = 0,
+                base: Revision | None = None) -> Iterator[AppliedQueue]:
     """Apply PATCHES in order at REVISION; yield the result, its commits written into a scratch
     repository that borrows the mirror's objects (`objects/info/alternates`), so that a run that
-    only reads the result (verify, export, dist, import's trial) leaves no object or ref behind."""
+    only reads the result (verify, export, dist, import's trial) leaves no object or ref behind.
+    BASE: the commit the queue was made from, where the user says so (`--base`)."""
     with mirror.reader() as reader:
-        applier = Applier(mirror, revision, reader, fuzz)
+        applier = Applier(mirror, revision, reader, fuzz, base)
         applied = [applier.apply(patch) for patch in patches]
     committed = [a for a in applied if a.changes]
     with tempfile.TemporaryDirectory(prefix="patchkit-applied-") as tmp:

@@ -36,6 +36,7 @@ class ApplyOptions:
     upstream: str | None = None  # --upstream URL_OR_PATH
     fetch: bool = True
     fuzz: int = 0
+    base: str | None = None  # --base REF: the upstream commit the queue was made from
     output: Path | None = None
     force: bool = False
     update_lock: bool = False
@@ -91,11 +92,11 @@ def resolve(mirror: Mirror, spec: str, fetch: bool, hooks: Hooks,
 
 @contextlib.contextmanager
 def applied_at(project: Project, mirror: Mirror, revision: Revision, patches: Sequence[Patch], fuzz: int = 0,
-               check: bool = True) -> Iterator[tuple[AppliedQueue, ApplyReport]]:
+               check: bool = True, base: Revision | None = None) -> Iterator[tuple[AppliedQueue, ApplyReport]]:
     """PATCHES applied at REVISION and, with CHECK, their site checks on the result; nothing is
     checked out or recorded. The commits are readable in the scratch repository until the block
     ends; the report's warnings are the apply's own (said to no one: the caller decides)."""
-    with apply_queue(mirror, revision, patches, fuzz) as applied:
+    with apply_queue(mirror, revision, patches, fuzz, base) as applied:
         committed = {r.name for r in applied.patches if r.commit}
         checks = _run_checks(project, [p for p in patches if p.name in committed], applied) if check else None
         yield applied, ApplyReport(mirror.url, revision.ref, revision.commit, revision.branch_name, None,
@@ -123,10 +124,12 @@ def run_apply(project: Project, options: ApplyOptions, hooks: Hooks = Hooks(), *
     with mirror.locked(hooks.progress):
         revision = resolve(mirror, options.spec, options.fetch, hooks, warn)
         revision = replace(revision, branch_name=options.branch_name or revision.branch_name)
+        base = mirror.resolve(options.base, fetch=False) if options.base else None
         if (options.update_lock or guard_pin) and not options.allow_rewind:
             mirror.guard_pin(revision.commit)
         result_ref = refs.result(project.key, revision.branch_name)
-        with applied_at(project, mirror, revision, queue.patches, options.fuzz, options.check) as (applied, report):
+        with applied_at(project, mirror, revision, queue.patches, options.fuzz, options.check,
+                        base) as (applied, report):
             applied.record(result_ref)
         check_out(output, mirror, revision, result_ref, report.tip, warn,
                   {p.commit: p.name for p in report.patches if p.commit})

@@ -143,23 +143,29 @@ def without_signature(text: str) -> str:
     return re.sub(r"-- \n[^\n]*\n+\Z", "", text)
 
 
-def test_a_hunk_one_line_short_where_upstream_has_no_blank_line_stays_malformed(tmp_path, upstream):
+def test_a_hunk_one_line_short_where_upstream_has_no_blank_line_is_read_as_written(tmp_path, upstream):
     """The twin of the blank line a mailer ate: upstream has `enum llama_state_seq_flag {` there,
-    so reading a blank line would invent content. GNU patch, reading it so, refuses it too."""
+    so reading a blank line would invent content (GNU patch -F0, reading it so, refuses it). The
+    other reading, the hunk as written, fits the file: it is placed so, with a warning, where GNU
+    patch -F2 places it (issue 25: a hand-edited hunk one line short)."""
     patches = make_queue(tmp_path, upstream.path, ["0001-rename-flags", "0002-comment-on-device", "0003-native-off"])
     text = without_signature(patches[0].read_text())
     assert text.endswith(" enum llama_state_seq_flag {\n")
     patches[0].write_text(text.removesuffix(" enum llama_state_seq_flag {\n"))
     proc, report = cli_apply(tmp_path, upstream.path, patches)
-    assert proc.returncode == 1
-    assert [p["verdict"] for p in report["patches"]] == ["malformed", "blocked", "clean"]
-    assert report["patches"][0]["detail"].startswith(
-        f"0001-rename-flags.patch:22: hunk 1 of {HEADER} is one line short of its header's count; read as a "
-        "blank context line only where upstream has one there, and it was conflict")
+    assert proc.returncode == 0, proc.stderr
+    assert [p["verdict"] for p in report["patches"]] == ["clean", "clean", "clean"]
+    assert (f"0001-rename-flags.patch:22: hunk 1 of {HEADER} is one line short of its header's count, and upstream "
+            "has no blank line there: read as written") in proc.stderr
     work = tmp_path / "gnu"
     git.run(["clone", "--quiet", str(upstream.path), str(work)])
     gnu = subprocess.run(["patch", "-p1", "-F0", "--dry-run", "-i", str(patches[0])], cwd=work, capture_output=True, text=True)
     assert gnu.returncode != 0
+    gnu = subprocess.run(["patch", "-p1", "-F2", "-i", str(patches[0])], cwd=work, capture_output=True, text=True)
+    assert gnu.returncode == 0
+    ours = tmp_path / "fork" / "llama.cpp"
+    first = git.run(["rev-list", "--reverse", "HEAD"], cwd=ours).split()[-3]  # the first patch's commit
+    assert git.run(["show", f"{first}:{HEADER}"], cwd=ours) + "\n" == (work / HEADER).read_text()
 
 
 # -- the tolerant reads: exact commits ---------------------------------------------------------------

@@ -141,3 +141,13 @@ def test_git_failures_are_one_line():
     assert "\n" not in str(err.value) and str(err.value).startswith("git rev-parse --verify no-such-ref: fatal")
     multi = GitFailed(["fetch"], 128, "remote: counting\nfatal: first\nerror: the reason\nhint: try\n")
     assert multi.summary == "error: the reason"
+
+
+def test_line_differences_are_gits_ranges_of_lines():
+    a = b"one\ntwo\nthree\nfour\n"
+    assert git.line_differences(a, a) == []
+    assert git.line_differences(a, b"one\ntwo\nnew\nthree\nfour\n") == [(2, 2, 2, 3)]  # inserted before line 3
+    assert git.line_differences(a, b"one\nfour\n") == [(1, 3, 1, 1)]
+    assert git.line_differences(a, b"ONE\ntwo\nthree\nFOUR") == [(0, 1, 0, 1), (3, 4, 3, 4)]
+    # NUL bytes and a missing last newline are lines like any other, not a binary file
+    assert git.line_differences(b"x\0\ny\n", b"x\0\ny") == [(1, 2, 1, 2)]

@@ -15,7 +15,7 @@ LAYERS = (
     ("", "errors", "testpoint", "hooks", "plain", "refs", "process", "untrusted"),  # "": __version__, DISTRIBUTION
     ("git", "fileio", "http", "github"),
     ("project", "patchfile", "targets"),
-    ("queue", "binary", "upstream", "culprit", "scopes", "ladder", "notes"),
+    ("queue", "binary", "upstream", "culprit", "scopes", "ladder", "witnesses", "notes"),
     ("apply", "output"),  # the apply core and the checkout
     ("checks", "drift", "backends", "smoke"),
     ("pipeline",),  # the `apply` command on the core

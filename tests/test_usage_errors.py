@@ -9,7 +9,7 @@ from conftest import run_cli
 
 
 CASES = [
-    (["apply", "--bogus"], "patchkit: error: no such option: --bogus; see 'python -m patchkit apply --help'"),
+    (["apply", "--no-such-option-xyz"], "patchkit: error: no such option: --no-such-option-xyz; see 'python -m patchkit apply --help'"),
     (["nosuch"], "patchkit: error: no such command 'nosuch'; see 'python -m patchkit --help'"),
     (["apply", "--fuzz", "x"], "patchkit: error: invalid value for '--fuzz': "),
     (["export"], "patchkit: error: missing argument 'FORMAT'. Choose from: debian, quilt, rpm, nix, arch, "

@@ -70,6 +70,9 @@ UpstreamOpt = typer.Option(None, "--upstream", metavar="URL_OR_PATH",
 AllowRewindOpt = typer.Option(False, "--allow-rewind",
                               help="Let the lock move to a commit that does not contain the locked one.")
 NoFetchOpt = typer.Option(False, "--no-fetch", help="Use the mirror as it is, without fetching.")
+BaseOpt = typer.Option(None, "--base", metavar="upstream@REF", help=(
+    "The upstream commit the patches were made from (a queue without index lines): there each "
+    "hunk goes at its recorded lines; elsewhere it is their 3-way base."))
 OutputOpt = typer.Option(None, "-o", "--output", metavar="DIR",
                          help="The checkout: the output repository (default: ./llama.cpp beside patchkit.yaml).")
 

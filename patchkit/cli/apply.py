@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from patchkit.cli.app import (AllowRewindOpt, JsonOpt, JunitOpt, MarkdownOpt, NoFetchOpt, OutputOpt, UpstreamOpt, app,
+from patchkit.cli.app import (AllowRewindOpt, BaseOpt, JsonOpt, JunitOpt, MarkdownOpt, NoFetchOpt, OutputOpt, UpstreamOpt, app,
                               check_reports, console, emit, is_quiet, warn)
 from patchkit.cli.progress import build_progress, progress_display
 
@@ -21,6 +21,7 @@ def apply_command(
     no_fetch: bool = NoFetchOpt,
     fuzz: int = typer.Option(0, "--fuzz", min=0, max=3, metavar="N",
                              help="Allow ignoring up to N context lines at each end (reported as fuzzed)."),
+    base: Optional[str] = BaseOpt,
     force: bool = typer.Option(False, "--force", help=(
         "Take the output tree as it is: uncommitted changes and untracked or ignored files in "
         "the way are LOST; commits patchkit did not write are kept under refs/patchkit/saved/.")),
@@ -49,10 +50,12 @@ def apply_command(
     from patchkit.upstream import parse_spec
 
     parse_spec(spec)  # bad refs fail before any work
+    if base is not None:
+        parse_spec(base)
     from patchkit.rebase.state import refuse_while_rebasing
     project = Project.find()
     refuse_while_rebasing(project)
-    options = ApplyOptions(spec=spec, upstream=upstream, fetch=not no_fetch, fuzz=fuzz,
+    options = ApplyOptions(spec=spec, upstream=upstream, fetch=not no_fetch, fuzz=fuzz, base=base,
                            output=output.resolve() if output else None, force=force,
                            update_lock=update_lock, allow_rewind=allow_rewind, check=not no_check,
                            build=tuple(build or (["cpu"] if smoke else [])), smoke=smoke)

@@ -7,7 +7,7 @@ from typing import List, Optional, Tuple
 
 import typer
 
-from patchkit.cli.app import JsonOpt, NoFetchOpt, UpstreamOpt, app, check_reports, console, emit, is_quiet
+from patchkit.cli.app import BaseOpt, JsonOpt, NoFetchOpt, UpstreamOpt, app, check_reports, console, emit, is_quiet
 from patchkit.cli.progress import progress_display
 
 
@@ -25,6 +25,7 @@ def import_command(
                                         help="Place the new patches after this one (default: at the end)."),
     at: Optional[str] = typer.Option(None, "--at", metavar="upstream@REF", help=(
         "Where the new patches must apply (default: upstream@locked with a patchkit.lock, else upstream@HEAD).")),
+    base: Optional[str] = BaseOpt,
     upstream: Optional[str] = UpstreamOpt,
     no_fetch: bool = NoFetchOpt,
     author: Optional[str] = typer.Option(None, "--author", metavar='"NAME <EMAIL>"',
@@ -75,7 +76,7 @@ def import_command(
     refuse_while_rebasing(project)
     check_reports(project, json_out)
     options = ImportOptions(sources=tuple(sources or ()), from_repo=tuple(from_repo) if from_repo else None,
-                            name=name, after=after, at=at, upstream=upstream, fetch=not no_fetch,
+                            name=name, after=after, at=at, base=base, upstream=upstream, fetch=not no_fetch,
                             author=author, subject=subject, ebuild=ebuild, sha256=tuple(sha256),
                             allow_http=allow_http, allow_failing=allow_failing, repair=repair, dry_run=dry_run)
     with progress_display("import") as progress:

@@ -45,6 +45,7 @@ class ImportOptions:
     name: str | None = None
     after: str | None = None
     at: str | None = None  # upstream@REF; None: upstream@locked when locked, else upstream@HEAD
+    base: str | None = None  # --base upstream@REF: the commit the patches were made from
     upstream: str | None = None
     fetch: bool = True
     author: str | None = None  # "Name <email>"
@@ -140,8 +141,9 @@ def run_import(project: Project, options: ImportOptions, hooks: Hooks = Hooks())
     # -- what can be checked from the command line and the queue alone -----------------------
     author = mail.parse_author(options.author) if options.author else None
     name = check_name(options.name) if options.name is not None else None
-    if options.at is not None:
-        parse_spec(options.at)
+    for spec in (options.at, options.base):
+        if spec is not None:
+            parse_spec(spec)
     if options.subject is not None and not options.subject.strip():
         raise PatchkitError("--subject is empty", "say what the patch does")
     queue = Queue.load(project)
@@ -208,7 +210,11 @@ def run_import(project: Project, options: ImportOptions, hooks: Hooks = Hooks())
     # -- the scratch apply at --at -------------------------------------------------------------
     if revision is None:
         revision = _resolve(project, mirror, options, hooks, warn)
-    results, broken = _scratch_apply(mirror, revision, queue, incoming, order)
+    base = None
+    if options.base is not None:
+        with mirror.locked(hooks.progress):
+            base = mirror.resolve(options.base, fetch=False)
+    results, broken = _scratch_apply(mirror, revision, queue, incoming, order, base)
     entries = tuple(Entry(
         name=item.name, position=position[item.name], source=item.piece.source, kind=item.draft.kind,
         format=item.draft.format, subject=item.patch.subject,
@@ -389,12 +395,13 @@ def _series_order(existing: list[str], new: list[str], after: str | None) -> lis
 # -- applying at --at, nothing written -----------------------------------------------------------
 
 def _scratch_apply(mirror: Mirror, revision: Revision, queue: Queue, incoming: list[_Incoming],
-                   order: list[str]) -> tuple[dict[str, PatchResult], tuple[Broken, ...]]:
-    """The queue with the new entries in ORDER, applied at REVISION; and the patches of the queue
-    that were good there without them and are not with them. Read-only: the trial's commits
-    live in a scratch repository (`apply_queue`), not in the mirror."""
+                   order: list[str], base: Revision | None = None) -> tuple[dict[str, PatchResult], tuple[Broken, ...]]:
+    """The queue with the new entries in ORDER, applied at REVISION (BASE: where the user says
+    they were made); and the patches of the queue that were good there without them and are not
+    with them. Read-only: the trial's commits live in a scratch repository (`apply_queue`), not
+    in the mirror."""
     patches = {p.name: p for p in queue.patches} | {item.name: replace(item.patch, name=item.name) for item in incoming}
-    with apply_queue(mirror, revision, [patches[name] for name in order]) as applied:
+    with apply_queue(mirror, revision, [patches[name] for name in order], base=base) as applied:
         results = {r.name: r for r in applied.patches}
     first_new = min(order.index(item.name) for item in incoming)
     suspects = [p.name for p in queue.patches if order.index(p.name) > first_new and not results[p.name].good]

@@ -1,0 +1,63 @@
+"""A patch upstream adopted is told whole (issue 25, item 4): when its other hunks are upstream's
+already and the block a hunk adds stands a few lines off its place (upstream put the same test case
+three lines above), that hunk is already-applied too, never merged in as a second copy. Where the
+rest of the patch is not upstream's, a like block nearby proves nothing: the hunk is placed."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from conftest import git_identity, run_cli, write_project
+
+from patchkit.git import git_env
+
+CASES = [f"    cases.emplace_back(new test_{name}());\n" for name in ("sum", "mean", "argmax", "count", "pad", "norm")]
+BLOCK = "    for (int n : {1, 7, 512}) {\n        cases.emplace_back(new test_top_k(n));\n    }\n"
+FILLER = "".join(f"static int helper_{i}(int x) {{\n    return x * {i} + {i * 7};\n}}\n\n" for i in range(8))
+
+
+def text(enum_top_k: bool, block_after: str | None) -> str:
+    cases = "".join(c + (BLOCK if block_after and c.startswith(f"    cases.emplace_back(new test_{block_after}(")
+                         else "") for c in CASES)
+    return ("enum op {\n    OP_SUM,\n    OP_ARGSORT,\n" + ("    OP_ARGSORT_TOP_K,\n" if enum_top_k else "")
+            + "    OP_COUNT,\n};\n\n" + FILLER + "static void make_cases(std::vector<test *> & cases) {\n" + cases + "}\n")
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True,
+                          env=git_env(git_identity())).stdout.strip()
+
+
+def apply_at_head(tmp_path: Path, head: str) -> dict:
+    repo = tmp_path / "upstream"
+    repo.mkdir()
+    git(repo, "init", "--quiet", "-b", "master")
+    (repo / "ops.cpp").write_text(text(False, None))
+    git(repo, "add", "-A")
+    git(repo, "commit", "--quiet", "-m", "base")
+    git(repo, "checkout", "--quiet", "-b", "fork")
+    (repo / "ops.cpp").write_text(text(True, "count"))  # the patch: an enum value and a test case
+    git(repo, "commit", "--quiet", "-am", "top-k")
+    patch = Path(git(repo, "format-patch", "-1", "-o", str(tmp_path / "out")))
+    git(repo, "checkout", "--quiet", "master")
+    (repo / "ops.cpp").write_text(head)
+    git(repo, "commit", "--quiet", "-am", "upstream")
+    fork = write_project(tmp_path / "fork", str(repo), [patch])
+    done = run_cli("-q", "apply", "--no-check", "--json", str(fork / "r.json"), cwd=fork)
+    assert done.returncode in (0, 1), done.stderr
+    return json.loads((fork / "r.json").read_text())["patches"][0]
+
+
+def test_an_adopted_patch_whose_test_case_stands_three_lines_above_is_already_applied(tmp_path):
+    result = apply_at_head(tmp_path, text(True, "mean"))  # upstream took it, the block 3 lines above
+    assert result["verdict"] == "already-applied"
+    assert [h["verdict"] for h in result["hunks"]] == ["already-applied", "already-applied"]
+    assert "upstream adopted it" in result["hunks"][1]["detail"]
+
+
+def test_a_like_block_nearby_is_no_adoption_while_the_rest_is_not_upstreams(tmp_path):
+    result = apply_at_head(tmp_path, text(False, "mean"))  # the enum value is not upstream's
+    assert result["verdict"] not in ("already-applied", "partially-applied")
+    assert result["hunks"][1]["verdict"] != "already-applied"

@@ -1,0 +1,33 @@
+"""The witnesses on their own: pure functions over lines, each one piece of evidence."""
+
+from __future__ import annotations
+
+from patchkit import ladder, witnesses
+from patchkit.queue import Hunk
+
+
+def hunk(old: list[str], new: list[str], start: int, lead: int, trail: int) -> Hunk:
+    return Hunk(1, start, start, "", tuple(old), tuple(new), lead, trail)
+
+
+def test_neighbours_pick_the_candidate_their_offset_points_at_and_only_then():
+    h = hunk(["a\n", "b\n", "c\n"], ["a\n", "B\n", "c\n"], 100, 1, 1)
+    places = tuple(ladder.Place(s, 1, ("B\n",), 1) for s in (30, 101, 160))  # fuzz 1: starts one line in
+    assert witnesses.neighbours_pick(h, places, {1}) == (places[1], 1)  # the hunk at 100, moved by +1
+    assert witnesses.neighbours_pick(h, places, {1, 2}) is None  # the other hunks disagree
+    assert witnesses.neighbours_pick(h, places, set()) is None  # no other hunk placed
+    assert witnesses.neighbours_pick(h, places, {40}) is None  # nothing near where they point
+    close = places + (ladder.Place(115, 1, ("B\n",), 1),)
+    assert witnesses.neighbours_pick(h, close, {1}) is None  # another candidate too close to tell
+
+
+def test_an_adopted_block_stands_beside_the_place_of_a_hunk_that_only_adds_it():
+    block = ["    for (int n : {1, 7}) {\n", "        run(n);\n", "    }\n"]
+    h = hunk(["    one();\n", "    two();\n"], ["    one();\n", *block, "    two();\n"], 3, 1, 1)
+    upstream = ["void f() {\n", "    zero();\n", *block, "    one();\n", "    two();\n", "}\n"]
+    assert witnesses.adopted_block_at(h, upstream) == 2
+    assert witnesses.adopted_block_at(h, ["void f() {\n", "    one();\n", "    two();\n", "}\n"]) is None
+    removes = hunk(["    one();\n", "    gone();\n"], ["    one();\n", *block], 3, 1, 0)
+    assert witnesses.adopted_block_at(removes, upstream) is None  # it removes a line: no adoption to tell
+    brace = hunk(["    one();\n", "    two();\n"], ["    one();\n", "    }\n", "    two();\n"], 3, 1, 1)
+    assert witnesses.adopted_block_at(brace, upstream + ["    }\n"]) is None  # a trivial block proves nothing
