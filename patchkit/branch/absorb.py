@@ -28,9 +28,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchkit import git, notes
+from patchkit import git
 from patchkit.branch.checkout import BranchCommit, Checkout, branch_commits, open_checkout, untracked_paths
-from patchkit.branch.record import RecordOptions, RecordReport, record
+from patchkit.branch.record import RecordOptions, RecordReport, finish_interrupted, record
 from patchkit.errors import PatchkitError
 from patchkit.hooks import Hooks
 from patchkit.importing.run import check_name
@@ -97,11 +97,17 @@ class _Owned:
 
 
 def run_absorb(project: Project, options: AbsorbOptions, hooks: Hooks = Hooks()) -> AbsorbReport:
+    record_options = RecordOptions(options.output, options.dry_run, options.prune, options.squash,
+                                   options.allow_rewind, options.upstream)
+    finished = finish_interrupted(project, record_options, hooks)
     checkout = open_checkout(project, options.output)
     new_name = _new_name(options.new) if options.new is not None else None
     author = _author(options.author) if new_name else None
     commits = branch_commits(checkout, checkout.head)
     whole, hunks = _tracked_changes(checkout)
+    if finished and not whole and not hunks:  # the interrupted run absorbed them all
+        return AbsorbReport(checkout.path, (), (), tuple(untracked_paths(checkout)),
+                            record(project, checkout, checkout.head, record_options, hooks))
     if not whole and not hunks:
         raise PatchkitError(f"{checkout.path} has no tracked changes to absorb",
                             "commit edits with git and run `patchkit record`; untracked files are never absorbed")
@@ -130,17 +136,7 @@ def run_absorb(project: Project, options: AbsorbOptions, hooks: Hooks = Hooks())
         raise PatchkitError("absorb's rewritten branch does not hold the work tree's files",
                             "this is a bug in patchkit: please report it; nothing was changed")
     identities = {new: list(commits[i].patches) for i, new in renamed.items()}
-
-    def move_branch() -> None:
-        # The rewritten commits are noted first: a run killed once the branch moved leaves a branch
-        # whose commits still say which patch each is, and the next `record` finishes the job.
-        notes.write(checkout.path, identities)
-        git.run(["update-ref", f"refs/heads/{checkout.branch}", tip, checkout.head], cwd=checkout.path)
-        git.run(["reset", "--quiet", "--mixed", tip], cwd=checkout.path)  # the index follows; files stay
-
-    report = record(project, checkout, tip, RecordOptions(options.output, options.dry_run, options.prune,
-                                                          options.squash, options.allow_rewind, options.upstream),
-                    hooks, identities, names, before_write=move_branch)
+    report = record(project, checkout, tip, record_options, hooks, identities, names, moves_branch=True)
     return AbsorbReport(checkout.path, tuple(edits), (), untracked, report)
 
 

@@ -43,6 +43,7 @@ def rebase_command(
     """
     from patchkit.errors import PatchkitError
     from patchkit.hooks import Hooks
+    from patchkit.looplock import exclusive
     from patchkit.project import Project
     from patchkit.rebase.run import RebaseOptions, resume, start
     from patchkit.rebase.run import abort as abort_rebase
@@ -63,7 +64,8 @@ def rebase_command(
         parse_spec(spec)
     project = Project.find()
     check_reports(project, json_out, checkout=output.resolve() if output else None)
-    with progress_display(f"rebase {spec or ' '.join(actions)}".strip()) as progress:
+    command = f"rebase {spec or ' '.join(actions)}".strip()
+    with exclusive(project, command), progress_display(command) as progress:
         hooks = Hooks(progress=progress, warn=warn)
         if abort:
             report = abort_rebase(project, hooks)

@@ -20,7 +20,7 @@ import shutil
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from patchkit import git, notes, refs
+from patchkit import git, journal, notes, refs
 from patchkit.errors import PatchkitError
 from patchkit.fileio import atomic_folder, atomic_write, remove_aside
 from patchkit.project import LAST_REPORT, Project
@@ -262,9 +262,12 @@ def _restore_untracked(path: Path, untracked: dict[str, str]) -> None:
                 atomic_write(target, data)
 
 
-def refuse_while_rebasing(project: Project) -> None:
+def refuse_while_rebasing(project: Project, journal_ok: bool = False) -> None:
     """The guard of every command that would write patches/, the lock or the checkout, or read
-    the queue as if it were settled: a rebase in progress owns them until it ends."""
+    the queue as if it were settled: a rebase in progress owns them until it ends, and so does
+    an interrupted record or absorb (JOURNAL_OK: theirs, which finish or undo it)."""
+    if not journal_ok:
+        journal.refuse_while_pending(project)
     state = load(project)
     if state is None:
         return
