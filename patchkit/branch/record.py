@@ -34,6 +34,7 @@ from patchkit.errors import PatchkitError
 from patchkit.hooks import Hooks, collect_warnings
 from patchkit.importing.run import slug
 from patchkit.nightly.refresh import Change, format_patch, refresh_patch
+from patchkit.patchfile.mail import Unreadable
 from patchkit.patchfile.series import entries, read_text
 from patchkit.pipeline import applied_at
 from patchkit.plain import NOT_IN_JSON
@@ -347,7 +348,11 @@ def _patches(project: Project, queue: Queue, plan: list[RecordedPatch], series: 
             patches.append(known[name])
             continue
         (tmp / name).write_bytes(entry.data)
-        patches.append(replace(read_patch(tmp / name, name), path=project.patches_dir / name))
+        try:
+            patches.append(replace(read_patch(tmp / name, name), path=project.patches_dir / name))
+        except Unreadable as exc:  # the file is not written yet: name the commit, not a temporary file
+            raise PatchkitError(f"{name}, recorded from commit {entry.commit[:12]} ({entry.subject}), would not "
+                                f"read back as a patch: {exc.why}", exc.hint) from None
     return patches
 
 
