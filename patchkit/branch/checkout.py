@@ -134,24 +134,26 @@ def _is_ancestor(path: Path, ancestor: str, commit: str) -> bool:
         return False
 
 
-def refuse_foreign_base(checkout: Checkout, commits: list[BranchCommit], mirror: Path) -> None:
+def refuse_foreign_base(checkout: Checkout, commits: list[BranchCommit], mirror: Path | None) -> None:
     """Refused: a branch rebased by hand onto newer upstream (`git rebase FETCH_HEAD`). Its new
-    base shows as commits without a note that are upstream's: in the MIRROR, or reachable from what
-    the checkout fetched (FETCH_HEAD, remote-tracking branches, tags). Recorded, upstream's commit
-    would become a patch and the lock would name the old base."""
+    base shows as commits without a note that are upstream's: on the branches or tags of the
+    MIRROR (not patchkit's refs there: its own commits of the patches are in it), or reachable from
+    what the checkout fetched (FETCH_HEAD, remote-tracking branches, tags). Recorded, upstream's
+    commit would become a patch and the lock would name the old base."""
     unnoted = [c for c in commits if not c.patches]
     if not unnoted:
         return
     git_dir = Path(git.run(["rev-parse", "--absolute-git-dir"], cwd=checkout.path))
-    fetched = [line.split()[0] for line in _read(git_dir / "FETCH_HEAD").splitlines() if line.strip()]
+    # (not what patchkit's own checkout fetched from the mirror: its refs/patchkit/ results)
+    fetched = [line.split()[0] for line in _read(git_dir / "FETCH_HEAD").splitlines()
+               if line.strip() and f"'{refs.NAMESPACE}/" not in line]
     fetched += git.run(["for-each-ref", "--format=%(objectname)", "refs/remotes", "refs/tags"],
                        cwd=checkout.path).split()
-    theirs = set(git.run(["rev-list", *fetched, f"^{checkout.upstream}"], cwd=checkout.path).split()) \
+    theirs = set(git.run(["rev-list", *fetched, f"^{checkout.upstream}"], cwd=checkout.path, check=False).split()) \
         if fetched else set()
-    if (mirror / "HEAD").exists():
-        listed = git.run(["cat-file", "--batch-check=%(objectname) %(objecttype)"], cwd=mirror,
-                         input="".join(f"{c.id}\n" for c in unnoted), check=False)
-        theirs |= {line.split()[0] for line in listed.splitlines() if line.endswith(" commit")}
+    if mirror is not None and (mirror / "HEAD").exists():
+        theirs |= set(git.run(["rev-list", "--branches", "--tags", "--not", checkout.upstream], cwd=mirror,
+                              check=False).split())
     foreign = [c for c in unnoted if c.id in theirs]
     if foreign:
         base = foreign[-1]

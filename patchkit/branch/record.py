@@ -131,12 +131,12 @@ def record(project: Project, checkout: Checkout, tip: str, options: RecordOption
     to TIP and the index follows, in the same journal as the queue. UNTRACKED: the checkout's
     untracked files, named (a new file is recorded once it is committed)."""
     queue = Queue.load(project)
-    mirror = Mirror.open(project, options.upstream)
     warnings, warn = collect_warnings(hooks)
+    mirror, from_checkout = _mirror(project, checkout, options)
     commits = branch_commits(checkout, tip, identities)
-    refuse_foreign_base(checkout, commits, mirror.path)
+    refuse_foreign_base(checkout, commits, None if from_checkout else mirror.path)
     with mirror.locked(hooks.progress):
-        revision = _revision(mirror, checkout)
+        revision = _revision(mirror, checkout, fetch=from_checkout)
         if not options.allow_rewind:  # the lock never moves backwards (a dry run says so too)
             mirror.guard_pin(revision.commit)
         recorded = _check_queue_is_the_branchs(checkout, mirror, revision, queue, warn)
@@ -198,10 +198,29 @@ def _ref(checkout: Checkout, ref: str) -> str:
     return git.run(["rev-parse", "--verify", "--quiet", ref], cwd=checkout.path, check=False)
 
 
-def _revision(mirror: Mirror, checkout: Checkout) -> Revision:
-    """The checkout's upstream commit, from the mirror (never fetched: it was there for the apply)."""
+def _mirror(project: Project, checkout: Checkout, options: RecordOptions) -> tuple[Mirror, bool]:
+    """Where the checkout's upstream commit is read: the mirror of --upstream or of the configured
+    upstream; where that lacks it (the checkout was applied with `--upstream PATH`), the checkout
+    itself, which holds every object of it (True)."""
+    mirror = Mirror.open(project, options.upstream)
+    if options.upstream or (mirror.exists and _has(mirror, checkout.upstream)):
+        return mirror, False
+    return Mirror.open(project, str(checkout.path)), True
+
+
+def _has(mirror: Mirror, commit: str) -> bool:
     try:
-        revision = mirror.resolve(f"upstream@{checkout.upstream}", fetch=False)
+        git.run(["cat-file", "-e", f"{commit}^{{commit}}"], cwd=mirror.path)
+        return True
+    except git.GitFailed:
+        return False
+
+
+def _revision(mirror: Mirror, checkout: Checkout, fetch: bool) -> Revision:
+    """The checkout's upstream commit, from the mirror (fetched only when the mirror is the
+    checkout's own: the configured one had it for the apply)."""
+    try:
+        revision = mirror.resolve(f"upstream@{checkout.upstream}", fetch=fetch)
     except PatchkitError:
         raise PatchkitError(f"the mirror of {mirror.fetch_url} lacks {checkout.upstream[:12]}, the upstream commit "
                             f"of {checkout.path}", "name the upstream it was applied from with --upstream") from None

@@ -234,10 +234,13 @@ def test_bases_and_lock_are_where_a_good_apply_puts_them(project):
     assert lock["upstream"]["commit"] == data["upstream_commit"] == git("rev-parse", "refs/patchkit/upstream", cwd=out)
 
 
-def test_a_checkout_applied_from_another_upstream_needs_it_named(tmp_path):
+def test_a_checkout_applied_from_another_upstream_is_read_from_the_checkout(tmp_path):
     project = fork(tmp_path, url=str(tmp_path / "configured-but-not-used"))
     out = project.output_dir
     amend_commit(out, 1, lambda: edit(out, "src/a.c", 6, "int a6 = 600;\n"))
-    assert "name the upstream it was applied from with --upstream" in refused(project)
-    record(project, "--upstream", str(tmp_path / "upstream"))
+    record(project)  # no --upstream again: the checkout holds the upstream commit
     assert "+int a6 = 600;" in (project.patches_dir / "one.patch").read_text()
+    edit(out, "src/a.c", 7, "int a7 = 700;\n")
+    cli("absorb", cwd=project.root).check_returncode()
+    assert "+int a7 = 700;" in (project.patches_dir / "one.patch").read_text()
+    record(project, "--upstream", str(tmp_path / "upstream"))
