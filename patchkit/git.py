@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Iterator
 
+from patchkit import testpoint
 from patchkit.errors import EnvironmentProblem, PatchkitError
 
 # A fixed committer: with the isolation below, the same input always gives the same commit ids.
@@ -167,6 +168,7 @@ def run(
     check: bool = True,
 ) -> str:
     """Run `git ARGS` and return its standard output as text (stripped of the final newline)."""
+    testpoint.git_call()
     data = input.encode() if isinstance(input, str) else input
     proc = subprocess.run(
         [git_executable(), *args],
