@@ -11,14 +11,12 @@ that `--abort` undoes byte for byte (`undo`).
 from __future__ import annotations
 
 import json
-import os
-import secrets
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from patchkit import git, notes, testpoint
 from patchkit.errors import PatchkitError
-from patchkit.fileio import atomic_folder, atomic_write, remove_aside
+from patchkit.fileio import atomic_folder, atomic_write, read_json, remove_aside, remove_folder
 from patchkit.project import Project
 
 FOLDER = "journal"
@@ -51,14 +49,10 @@ def folder(project: Project) -> Path:
 
 def pending(project: Project) -> Plan | None:
     """The plan of a run that was interrupted while writing, None when there is none."""
-    path = folder(project) / _PLAN
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
+    data = read_json(folder(project) / _PLAN, "the journal of an interrupted record",
+                     f"remove {folder(project)} (then check patches/ with git)")
+    if data is None:
         return None
-    except (OSError, ValueError) as exc:
-        raise PatchkitError(f"{path}: cannot read the journal of an interrupted record ({exc})",
-                            f"remove {folder(project)} (then check patches/ with git)") from None
     new = folder(project) / "new"
     files = {name: (new / str(i)).read_bytes() if (new / str(i)).exists() else None
              for i, name in enumerate(data["files"])}
@@ -111,7 +105,7 @@ def finish(project: Project, plan: Plan) -> None:
         testpoint.pause("journal-reset")
         git.run(["reset", "--quiet", "--mixed", plan.reset], cwd=checkout)  # the index follows; files stay
     testpoint.pause("journal-done")
-    _forget(project)
+    remove_folder(folder(project))
 
 
 def undo(project: Project) -> Plan:
@@ -135,7 +129,7 @@ def undo(project: Project) -> Plan:
         index = folder(project) / "index"
         if index.exists():
             atomic_write(_git_dir(checkout) / "index", index.read_bytes())
-    _forget(project)
+    remove_folder(folder(project))
     return plan
 
 
@@ -146,13 +140,6 @@ def _move_refs(checkout: Path, moves: list[tuple[str, str]]) -> None:
 
 def _git_dir(checkout: Path) -> Path:
     return Path(git.run(["rev-parse", "--absolute-git-dir"], cwd=checkout))
-
-
-def _forget(project: Project) -> None:
-    path = folder(project)
-    if path.exists():
-        os.rename(path, path.with_name(f".{path.name}.patchkit-done-{secrets.token_hex(4)}"))
-    remove_aside(path)
 
 
 def refuse_while_pending(project: Project) -> None:

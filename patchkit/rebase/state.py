@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import shutil
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from patchkit import git, journal, notes, refs
 from patchkit.errors import PatchkitError
-from patchkit.fileio import atomic_folder, atomic_write, remove_aside
+from patchkit.fileio import atomic_folder, atomic_write, read_json, remove_aside, remove_folder
 from patchkit.project import LAST_REPORT, Project
 from patchkit.upstream import Revision
 
@@ -75,14 +74,10 @@ def folder(project: Project) -> Path:
 
 def load(project: Project) -> RebaseState | None:
     """The rebase in progress, None when there is none."""
-    path = folder(project) / STATE
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
+    data = read_json(folder(project) / STATE, "the rebase in progress",
+                     f"remove {folder(project)} to forget it (then restore patches/ from git)")
+    if data is None:
         return None
-    except (OSError, ValueError) as exc:
-        raise PatchkitError(f"{path}: cannot read the rebase in progress ({exc})",
-                            f"remove {folder(project)} to forget it (then restore patches/ from git)") from None
     data["revision"] = Revision(**data["revision"])
     checkout = data["checkout"]
     data["checkout"] = Checkout(**checkout)
@@ -110,12 +105,8 @@ def begin(project: Project, state: RebaseState) -> None:
 
 
 def finish(project: Project) -> None:
-    """Forget the rebase: the folder renamed aside in one step, then removed (a run killed while
-    removing it leaves only what `remove_aside` cleans)."""
-    path = folder(project)
-    if path.exists():
-        os.rename(path, path.with_name(f".{path.name}.patchkit-done-{secrets.token_hex(4)}"))
-    remove_aside(path)
+    """Forget the rebase."""
+    remove_folder(folder(project))
 
 
 def restore_files(project: Project) -> list[str]:

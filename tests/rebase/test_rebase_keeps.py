@@ -8,7 +8,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from conftest import run_cli
+from conftest import git_identity, run_cli
 from patchkit import git
 from test_interrupt import start, stop, wait_for
 from test_rebase import queue_project, rebase, snapshot, take_post_image  # noqa: F401 (a fixture)
@@ -21,8 +21,7 @@ def test_commits_never_recorded_are_named_and_refused_before_the_start(queue_pro
     out = project.output_dir
     (out / "c.c").write_text("int c;\n")
     git.run(["add", "c.c"], cwd=out)
-    git.run(["commit", "-q", "-m", "c : a new file"], cwd=out, env={"GIT_AUTHOR_NAME": "A", "GIT_AUTHOR_EMAIL": "a@b",
-                                                               "GIT_COMMITTER_NAME": "A", "GIT_COMMITTER_EMAIL": "a@b"})
+    git.run(["commit", "-q", "-m", "c : a new file"], cwd=out, env=git_identity())
     mine = git.run(["rev-parse", "--short=12", "HEAD"], cwd=out)
     before = snapshot(project)
     refused = rebase(project, "upstream@v2")
@@ -42,8 +41,7 @@ def test_abort_keeps_files_made_in_patches_and_commits_on_a_detached_head(queue_
     (project.patches_dir / "mine.patch").write_text("my notes\n")
     git.run(["switch", "-q", "--detach"], cwd=out)
     (out / "a.c").write_text("int mine;\n")
-    git.run(["commit", "-q", "-am", "mine"], cwd=out, env={"GIT_AUTHOR_NAME": "A", "GIT_AUTHOR_EMAIL": "a@b",
-                                                          "GIT_COMMITTER_NAME": "A", "GIT_COMMITTER_EMAIL": "a@b"})
+    git.run(["commit", "-q", "-am", "mine"], cwd=out, env=git_identity())
     detached = git.run(["rev-parse", "HEAD"], cwd=out)
     aborted = rebase(project, "--abort")
     assert aborted.returncode == 0, aborted.stderr

@@ -110,6 +110,13 @@ def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
                           env={**os.environ, "NO_COLOR": "1"})
 
 
+def run(project, *args: str, code: int = 0) -> subprocess.CompletedProcess:
+    """`patchkit ARGS` in the project, which must exit CODE."""
+    proc = cli(*args, cwd=project.root)
+    assert proc.returncode == code, proc.stdout + proc.stderr
+    return proc
+
+
 def reapplied_tree(project) -> str:
     """The tree `patchkit apply upstream@locked` gives now (in the mirror, nothing checked out)."""
     from patchkit.apply import apply_queue

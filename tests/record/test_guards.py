@@ -19,13 +19,19 @@ def refused(project, command: str) -> str:
     return proc.stderr
 
 
-def test_absorb_and_record_refuse_a_stopped_cherry_pick_and_its_conflict_markers(project):
+def conflicting_cherry_pick(project):
+    """A cherry-pick stopped on a conflict with one.patch's line: git's markers in src/a.c."""
     out = project.output_dir
     git("switch", "-q", "-c", "side", "refs/patchkit/upstream", cwd=out)
     edit(out, "src/a.c", 5, "int a5 = -5;\n")
     git("commit", "-q", "-am", "a : another a5", cwd=out)
     git("switch", "-q", "-", cwd=out)
-    git("cherry-pick", "side", cwd=out, check=False)  # conflicts with one.patch's line
+    git("cherry-pick", "side", cwd=out, check=False)
+    return out
+
+
+def test_absorb_and_record_refuse_a_stopped_cherry_pick_and_its_conflict_markers(project):
+    out = conflicting_cherry_pick(project)
     assert "<<<<<<<" in (out / "src/a.c").read_text()
     before = snapshot(project)
     for command in ("absorb", "record"):
@@ -38,12 +44,7 @@ def test_absorb_and_record_refuse_a_stopped_cherry_pick_and_its_conflict_markers
 
 
 def test_unmerged_entries_are_refused_without_a_command_in_progress(project):
-    out = project.output_dir
-    git("switch", "-q", "-c", "side", "refs/patchkit/upstream", cwd=out)
-    edit(out, "src/a.c", 5, "int a5 = -5;\n")
-    git("commit", "-q", "-am", "a : another a5", cwd=out)
-    git("switch", "-q", "-", cwd=out)
-    git("cherry-pick", "side", cwd=out, check=False)
+    out = conflicting_cherry_pick(project)
     (out / ".git" / "CHERRY_PICK_HEAD").unlink()  # git's sequencer state gone, the index still unmerged
     (out / ".git" / "sequencer").exists() and git("cherry-pick", "--quit", cwd=out, check=False)
     assert "src/a.c in" in refused(project, "absorb") and "unmerged" in refused(project, "absorb")

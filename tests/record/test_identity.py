@@ -8,18 +8,12 @@ import json
 
 import pytest
 
-from record_helpers import amend_commit, cli, edit, fork, git, series, snapshot
+from record_helpers import amend_commit, cli, edit, fork, git, run, series, snapshot
 
 
 @pytest.fixture
 def project(tmp_path):
     return fork(tmp_path)
-
-
-def run(project, *args: str, code: int = 0):
-    proc = cli(*args, cwd=project.root)
-    assert proc.returncode == code, proc.stdout + proc.stderr
-    return proc
 
 
 def commits(out) -> list[str]:

@@ -8,7 +8,7 @@ import signal
 
 import pytest
 
-from record_helpers import amend_commit, cli, edit, fork, git, snapshot
+from record_helpers import amend_commit, cli, edit, fork, git, run, snapshot
 from test_interrupt import start, stop, wait_for
 
 POINTS = ["journal-plan", "journal-files", "journal-notes", "journal-refs", "journal-done"]
@@ -40,12 +40,6 @@ def clean(tmp_path_factory):
         run(project, command)
         out[command] = written(project)
     return out
-
-
-def run(project, *args: str, code: int = 0):
-    proc = cli(*args, cwd=project.root)
-    assert proc.returncode == code, proc.stdout + proc.stderr
-    return proc
 
 
 def written(project) -> dict[str, object]:

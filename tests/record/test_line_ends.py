@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from record_helpers import cli, edit, fork, git
+from record_helpers import cli, edit, fork, git, run
 
 CRLF = b"".join(b"int w%d = %d;\r\n" % (i, i) for i in range(1, 11))
 LONE_CR = b"int x1;\nchar *s = \"a\rb\";\nint x3;\n"
@@ -15,12 +15,6 @@ LONE_CR = b"int x1;\nchar *s = \"a\rb\";\nint x3;\n"
 @pytest.fixture
 def project(tmp_path):
     return fork(tmp_path, extra={"src/w.c": CRLF, "src/x.c": LONE_CR, "-dash.c": b"int d;\n"})
-
-
-def run(project, *args: str, code: int = 0):
-    proc = cli(*args, cwd=project.root)
-    assert proc.returncode == code, proc.stdout + proc.stderr
-    return proc
 
 
 def commit_bytes(project, path: str, data: bytes, subject: str) -> None:
