@@ -10,6 +10,7 @@ that `--abort` undoes byte for byte (`undo`).
 
 from __future__ import annotations
 
+import glob
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -108,6 +109,12 @@ def finish(project: Project, plan: Plan) -> None:
     remove_folder(folder(project))
 
 
+def resume(project: Project, plan: Plan) -> None:
+    """PLAN, interrupted, run to its end: what the killed run left cleared first."""
+    _clear_leftovers(plan)
+    finish(project, plan)
+
+
 def undo(project: Project) -> Plan:
     """`record --abort`, `absorb --abort`: everything the interrupted run wrote as it was before,
     byte for byte (files, notes, refs, the index); the journal removed."""
@@ -117,6 +124,7 @@ def undo(project: Project) -> Plan:
     data = json.loads((folder(project) / _PLAN).read_text())
     old = folder(project) / "old"
     checkout = Path(plan.checkout)
+    _clear_leftovers(plan)
     for i, name in enumerate(plan.files):
         saved = old / str(i)
         if saved.exists():
@@ -131,6 +139,24 @@ def undo(project: Project) -> Plan:
             atomic_write(_git_dir(checkout) / "index", index.read_bytes())
     remove_folder(folder(project))
     return plan
+
+
+def _clear_leftovers(plan: Plan) -> None:
+    """What a run killed in the middle of a write left: a temporary file beside a file it was
+    replacing (fileio.atomic_file's), the lock files of the git commands it ran on the refs and
+    the index the plan writes. Their owner is dead, and one journal runs at a time (looplock)."""
+    for name in plan.files:
+        path = Path(name)
+        for leftover in path.parent.glob(f".{glob.escape(path.name)}.*"):
+            leftover.unlink(missing_ok=True)
+    if not (Path(plan.checkout) / ".git").exists():
+        return
+    git_dir = _git_dir(Path(plan.checkout))
+    for ref in (notes.REF, *(r.ref for r in plan.refs)):
+        (git_dir / f"{ref}.lock").unlink(missing_ok=True)
+    (git_dir / "packed-refs.lock").unlink(missing_ok=True)
+    if plan.reset:
+        (git_dir / "index.lock").unlink(missing_ok=True)
 
 
 def _move_refs(checkout: Path, moves: list[tuple[str, str]]) -> None:

@@ -189,7 +189,7 @@ def finish_interrupted(project: Project, options: RecordOptions, hooks: Hooks) -
     plan = journal.pending(project)
     if plan is None:
         return False
-    journal.finish(project, plan)
+    journal.resume(project, plan)
     collect_warnings(hooks)[1](f"finished the `patchkit {plan.command}` of {plan.tip[:12]} that was interrupted while writing")
     return True
 

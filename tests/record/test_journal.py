@@ -73,3 +73,19 @@ def test_stopped_at_each_write_abort_undoes_and_the_next_run_finishes(tmp_path, 
     run(project, command)
     assert written(project) == clean[command]
     assert not (project.state_dir / "journal").exists()
+
+
+def test_what_a_kill_in_the_middle_of_a_write_leaves_is_cleared(tmp_path, clean):
+    project = fork(tmp_path)
+    absorb_edits(project)
+    before = snapshot(project)
+    interrupt(project, "absorb", "journal-reset", signal.SIGKILL)
+    # as a git reset and an atomic write killed half way leave them
+    (project.output_dir / ".git" / "index.lock").write_bytes(b"")
+    (project.patches_dir / ".one.patch.x1y2z3").write_bytes(b"half")
+    run(project, "absorb", "--abort")
+    assert snapshot(project) == before
+    interrupt(project, "absorb", "journal-reset", signal.SIGKILL)
+    (project.output_dir / ".git" / "index.lock").write_bytes(b"")
+    run(project, "absorb")
+    assert written(project) == clean["absorb"]
