@@ -10,6 +10,7 @@ never renamed silently.
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from typing import Callable
 
@@ -48,6 +49,18 @@ def match_unnoted(checkout: Checkout, commits: list[BranchCommit], recorded: dic
          f"notes.rewriteRef unset or GIT_NOTES_REWRITE_REF set?): matched by change and subject, names kept: "
          f"{shown}; `git -C {checkout.path} config --add notes.rewriteRef {notes.REF}` carries them")
     return [replace(c, patches=(match[i],)) if i in match else c for i, c in enumerate(commits)]
+
+
+def warn_unless_carried(checkout: Checkout, warn: Callable[[str], None]) -> None:
+    """Say so when the checkout's config (or the user's GIT_NOTES_REWRITE_REF, which outranks it)
+    will not carry the notes through the next amend or rebase."""
+    configured = git.run(["config", "--get-all", "notes.rewriteRef"], cwd=checkout.path, check=False).split()
+    override = os.environ.get("GIT_NOTES_REWRITE_REF")
+    refs = override.split(":") if override is not None else configured
+    if notes.REF not in refs:
+        warn(f"git in {checkout.path} will not carry the notes saying which patch each commit is through an amend "
+             f"or rebase ({'GIT_NOTES_REWRITE_REF' if override is not None else 'notes.rewriteRef'} lacks "
+             f"{notes.REF}): `git -C {checkout.path} config --add notes.rewriteRef {notes.REF}`")
 
 
 def _one_to_one(commits: list[BranchCommit], unnoted: list[int], free: list[str], match: dict[int, str],

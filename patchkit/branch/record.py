@@ -29,7 +29,7 @@ from patchkit import __version__, git, journal, notes, refs
 from patchkit.apply import apply_queue
 from patchkit.branch.checkout import (BranchCommit, Checkout, branch_commits, changed_paths, open_checkout,
                                       refuse_foreign_base, untracked_paths)
-from patchkit.branch.identity import match_unnoted
+from patchkit.branch.identity import match_unnoted, warn_unless_carried
 from patchkit.errors import PatchkitError
 from patchkit.hooks import Hooks, collect_warnings
 from patchkit.importing.run import slug
@@ -141,6 +141,7 @@ def record(project: Project, checkout: Checkout, tip: str, options: RecordOption
             mirror.guard_pin(revision.commit)
         recorded = _check_queue_is_the_branchs(checkout, mirror, revision, queue, warn)
         commits = match_unnoted(checkout, commits, recorded, {p.name: p.subject for p in queue.patches}, warn)
+        warn_unless_carried(checkout, warn)
         plan = _plan(project, checkout, mirror, queue, commits, recorded, options, names or {})
         series = tuple(p.name for p in plan if p.action in (Action.UNCHANGED, Action.EDITED, Action.NEW))
         with tempfile.TemporaryDirectory(prefix="patchkit-record-") as tmp:

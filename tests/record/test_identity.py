@@ -45,6 +45,7 @@ def test_notes_not_rewritten_on_amend_keep_the_names(project):
     data = json.loads(run(project, "record", "--json", "-").stdout)
     assert [(p["name"], p["action"]) for p in data["patches"]][:2] == [("one.patch", "edited"), ("two.patch", "unchanged")]
     assert [p["name"] for p in data["patches"]] == ["one.patch", "two.patch", "three.patch"]
+    assert any("notes.rewriteRef lacks refs/notes/patchkit" in w for w in data["warnings"])
 
 
 def test_a_commit_that_matches_no_patch_one_to_one_is_refused_and_named(project):
