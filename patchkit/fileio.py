@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import json
 import os
 import secrets
 import shutil
@@ -100,6 +101,25 @@ def atomic_folder(path: Path) -> Iterator[Path]:
         shutil.rmtree(new, ignore_errors=True)
         remove_empty(made)
         raise
+
+
+def remove_folder(path: Path) -> None:
+    """PATH gone: renamed aside in one step, then removed (a run killed while removing it leaves
+    only what `remove_aside` cleans)."""
+    if path.exists():
+        os.rename(path, path.with_name(f".{path.name}.patchkit-done-{secrets.token_hex(4)}"))
+    remove_aside(path)
+
+
+def read_json(path: Path, what: str, hint: str) -> dict | None:
+    """The JSON object in PATH, None when there is no file; one that cannot be read is refused,
+    saying it is WHAT, with HINT."""
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise PatchkitError(f"{path}: cannot read {what} ({exc})", hint) from None
 
 
 def remove_aside(path: Path) -> None:

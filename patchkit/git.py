@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Iterator
 
+from patchkit import testpoint
 from patchkit.errors import EnvironmentProblem, PatchkitError
 
 # A fixed committer: with the isolation below, the same input always gives the same commit ids.
@@ -167,6 +168,7 @@ def run(
     check: bool = True,
 ) -> str:
     """Run `git ARGS` and return its standard output as text (stripped of the final newline)."""
+    testpoint.git_call()
     data = input.encode() if isinstance(input, str) else input
     proc = subprocess.run(
         [git_executable(), *args],
@@ -220,10 +222,16 @@ def validate_ref(ref: str, what: str = "ref") -> str:
 def validate_repo_path(path: str) -> str:
     """A path inside a repository as written in a patch: relative, with no '..' component."""
     parts = path.split("/")
-    if path.startswith("/") or ".." in parts or "" in parts or path.startswith("-") or "\0" in path \
-            or any(part.lower() == ".git" for part in parts):
-        raise PatchkitError(f"unsafe path {path!r} in patch",
-                            "paths must be relative to the tree root, without '..' or '.git'")
+    why = ("it is absolute" if path.startswith("/") else
+           "it has a '..' part" if ".." in parts else
+           "it has an empty part" if "" in parts else
+           "it starts with '-' (a tool given it would read an option)" if path.startswith("-") else
+           "it has a NUL byte" if "\0" in path else
+           "it is in a '.git' folder" if any(part.lower() == ".git" for part in parts) else "")
+    if why:
+        raise PatchkitError(f"unsafe path {path!r} in patch: {why}",
+                            "a patch's paths are relative to the tree root: no '/' or '-' first, no '..', "
+                            "'.git' or empty parts")
     return path
 
 

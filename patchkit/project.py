@@ -97,9 +97,12 @@ class Lock:
         return cls(url, commit, dict(patches), tree, version)
 
     def write(self, path: Path) -> None:
+        atomic_write(path, self.encode())
+
+    def encode(self) -> bytes:
         data = {"upstream": {"url": self.upstream_url, "commit": self.upstream_commit},
                 "patches": self.patches, "tree": self.tree, "tool-version": self.tool_version}
-        atomic_write(path, (json.dumps(data, indent=2) + "\n").encode())
+        return (json.dumps(data, indent=2) + "\n").encode()
 
 
 @dataclass(frozen=True)

@@ -181,7 +181,7 @@ def _parse_diff(diff: str, path: Path, first_line: int) -> tuple[FileChange, ...
     from unidiff import PatchSet
     from unidiff.errors import UnidiffParseError
 
-    lines = diff.splitlines(keepends=True)
+    lines = patch_diff.lines_of(diff, keepends=True)
     eaten = patch_diff.eaten_blank_lines(lines)
     blank_read_at = {_hunk_ordinal(lines, i): first_line + i for i in eaten}
     for i in reversed(eaten):  # the blank context line back where the hunk's counts say it was
@@ -191,14 +191,14 @@ def _parse_diff(diff: str, path: Path, first_line: int) -> tuple[FileChange, ...
     try:
         patch_set = PatchSet(diff)
     except UnidiffParseError as exc:
-        line = first_line + patch_diff.short_hunk(diff.splitlines())
+        line = first_line + patch_diff.short_hunk(patch_diff.lines_of(diff))
         raise Unreadable(path, line - len([i for i in eaten if first_line + i < line]),
                          f"malformed or truncated patch ({exc})",
                          "re-export it with git format-patch (patches copied from web pages lose lines)") from None
     # unidiff drops the data of binary files: keep each file's own part of the diff for that.
     parts = re.split(r"(?m)^(?=diff --git )", diff)
     sections = dict(enumerate(p for p in parts if p.startswith("diff --git ")))
-    starts = _file_starts(diff.splitlines())
+    starts = _file_starts(patch_diff.lines_of(diff))
     changes: list[FileChange] = []
     ordinal = 0
     for pf in patch_set:
@@ -256,7 +256,7 @@ def _file_starts(lines: list[str]) -> list[int]:
 
 def _binary(section: str, path: Path, line: int, name: str) -> BinaryPatch:
     """The `GIT binary patch` data of one file's part of a diff."""
-    lines = section.splitlines(keepends=True)
+    lines = patch_diff.lines_of(section, keepends=True)
     start = next((i for i, line in enumerate(lines) if line.rstrip("\n") == "GIT binary patch"), None)
     if start is None:
         raise Unreadable(path, line, f"{name}: 'Binary files differ' without the binary data",

@@ -42,6 +42,7 @@ class Rebasing:
     upstream_commit: str
     phase: str
     stopped: str | None  # the patch waiting for a person
+    checkout_gone: bool = False  # its checkout was removed: only --abort goes on from here
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,8 @@ class QueueStatus:
         last_run = ({k: last[k] for k in ("ref", "upstream_commit", "branch", "tip")} if last else None)
         version, note = _locked_version(project, queue, lock)
         state = rebase_state.load(project)
-        rebase = Rebasing(state.spec, state.revision.commit, state.phase, state.stopped) if state else None
+        rebase = Rebasing(state.spec, state.revision.commit, state.phase, state.stopped,
+                          rebase_state.checkout_gone(state)) if state else None
         return cls(project.upstream_url, project.upstream_branch, patches, lock, last_run, version, note,
                    tuple(Disabled(*d) for d in disabled(read_text(project.series_path))), rebase)
 

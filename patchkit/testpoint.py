@@ -7,18 +7,27 @@ commands imported, the command line not yet parsed), `fetch` (at git's first pro
 mirror fetch), `fast-import` (the result written to the mirror), `clone` (the output cloned aside,
 not yet in place), `checkout` (just before it), `record` (before the bases and the lock are
 written), `night-write` (a good night's refreshed patches written, its lock not yet, its reports
-staged), `import-write` (an imported patch file written, the series not yet), `record-write`
-(record's patch files written, the series not yet), and the rebase's: `rebase-stop` (the stopped
+staged), `import-write` (an imported patch file written, the series not yet), the journal's of
+record and absorb (`journal-plan`: the plan saved, nothing written yet; `journal-files`: half the
+files written; `journal-notes`: the files written, the notes not yet; `journal-refs`: the notes
+written, the refs not yet; `journal-reset`: absorb's branch moved, the index not yet;
+`journal-done`: all written, the journal not yet removed), and the rebase's: `rebase-stop` (the stopped
 patch written into the checkout, the state not yet saying so), `rebase-fixed` (a fixed patch file
 written, the state not yet moved on) and `rebase-abort` (the checkout restored, patches/ and the
 lock not yet).
+
+`PATCHKIT_TEST_KILL_AT=<n>` makes the process SIGKILL itself just before its n-th git call
+(`git_call`), for the sweep that interrupts a command between every two git calls.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import time
+
+_calls = 0
 
 
 def pause(point: str) -> None:
@@ -27,3 +36,13 @@ def pause(point: str) -> None:
     print(f"patchkit: paused at {point}", file=sys.stderr, flush=True)
     while True:
         time.sleep(60)
+
+
+def git_call() -> None:
+    global _calls
+    kill_at = os.environ.get("PATCHKIT_TEST_KILL_AT")
+    if not kill_at:
+        return
+    _calls += 1
+    if _calls == int(kill_at):
+        os.kill(os.getpid(), signal.SIGKILL)

@@ -19,6 +19,7 @@ LAYERS = (
     ("apply", "output"),  # the apply core and the checkout
     ("checks", "drift", "backends", "smoke"),
     ("pipeline",),  # the `apply` command on the core
+    ("journal", "looplock"),  # how record and absorb write, one human-loop command at a time
     ("nightly", "ci", "export", "importing", "rebase", "branch", "demo", "status", "scaffold", "fixture"),
     ("report",),  # renders what everything below returns
     ("cli", "__main__"),

@@ -28,16 +28,21 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchkit import git, notes
+from patchkit import git
 from patchkit.branch.checkout import BranchCommit, Checkout, branch_commits, open_checkout, untracked_paths
-from patchkit.branch.record import RecordOptions, RecordReport, record
+from patchkit.branch.record import RecordOptions, RecordReport, finish_interrupted, record
 from patchkit.errors import PatchkitError
 from patchkit.hooks import Hooks
 from patchkit.importing.run import check_name
 from patchkit.importing.mail import parse_author
+from patchkit.patchfile.diff import HUNK_HEADER
 from patchkit.project import Project
 
-_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+# Every diff option a config could change in a -U0 diff's hunks (diff.interHunkContext joins
+# nearby edits into one hunk, which would then have two owners), given on the command line.
+_DIFF_FLAGS = ("--no-renames", "--no-ext-diff", "--no-textconv", "--no-color", "--diff-algorithm=myers",
+               "--inter-hunk-context=0", "--no-indent-heuristic", "--no-relative", "--src-prefix=a/",
+               "--dst-prefix=b/", "--ignore-submodules=none")
 _BLAMED = re.compile(r"^([0-9a-f]{40}) \d+ \d+")
 
 
@@ -97,11 +102,17 @@ class _Owned:
 
 
 def run_absorb(project: Project, options: AbsorbOptions, hooks: Hooks = Hooks()) -> AbsorbReport:
+    record_options = RecordOptions(options.output, options.dry_run, options.prune, options.squash,
+                                   options.allow_rewind, options.upstream)
+    finished = finish_interrupted(project, record_options, hooks)
     checkout = open_checkout(project, options.output)
     new_name = _new_name(options.new) if options.new is not None else None
     author = _author(options.author) if new_name else None
     commits = branch_commits(checkout, checkout.head)
     whole, hunks = _tracked_changes(checkout)
+    if finished and not whole and not hunks:  # the interrupted run absorbed them all
+        return AbsorbReport(checkout.path, (), (), tuple(untracked_paths(checkout)),
+                            record(project, checkout, checkout.head, record_options, hooks))
     if not whole and not hunks:
         raise PatchkitError(f"{checkout.path} has no tracked changes to absorb",
                             "commit edits with git and run `patchkit record`; untracked files are never absorbed")
@@ -130,17 +141,7 @@ def run_absorb(project: Project, options: AbsorbOptions, hooks: Hooks = Hooks())
         raise PatchkitError("absorb's rewritten branch does not hold the work tree's files",
                             "this is a bug in patchkit: please report it; nothing was changed")
     identities = {new: list(commits[i].patches) for i, new in renamed.items()}
-
-    def move_branch() -> None:
-        # The rewritten commits are noted first: a run killed once the branch moved leaves a branch
-        # whose commits still say which patch each is, and the next `record` finishes the job.
-        notes.write(checkout.path, identities)
-        git.run(["update-ref", f"refs/heads/{checkout.branch}", tip, checkout.head], cwd=checkout.path)
-        git.run(["reset", "--quiet", "--mixed", tip], cwd=checkout.path)  # the index follows; files stay
-
-    report = record(project, checkout, tip, RecordOptions(options.output, options.dry_run, options.prune,
-                                                          options.squash, options.allow_rewind, options.upstream),
-                    hooks, identities, names, before_write=move_branch)
+    report = record(project, checkout, tip, record_options, hooks, identities, names, moves_branch=True)
     return AbsorbReport(checkout.path, tuple(edits), (), untracked, report)
 
 
@@ -192,23 +193,31 @@ def _tracked_changes(checkout: Checkout) -> tuple[list[tuple[str, str]], list[_H
 
 
 def _hunks(checkout: Checkout, name: str) -> list[_Hunk]:
+    # The work tree's file as git would commit it (its attributes' line ends applied): the bytes
+    # the diff below compares, and the ones the rewritten commits hold.
+    blob = git.run(["hash-object", "-w", "--", name], cwd=checkout.path)
     with git.ObjectReader(checkout.path) as reader:
-        old = (reader.read("HEAD", name) or b"").splitlines(keepends=True)
-    new = (checkout.path / name).read_bytes().splitlines(keepends=True)
-    out = git.run(["diff", "-U0", "--no-renames", "--no-ext-diff", "--no-textconv", "--no-color",
-                   "--diff-algorithm=myers", "HEAD", "--", name], cwd=checkout.path)
+        old = _lines(reader.read("HEAD", name) or b"")
+        new = _lines(reader.read(blob) or b"")
+    out = git.run(["diff", "-U0", *_DIFF_FLAGS, "HEAD", "--", name], cwd=checkout.path)
     hunks = []
     for a, b, c, d in _headers(out):
         hunks.append(_Hunk(name, a, tuple(old[a:a + b]), tuple(new[c:c + d]), c + 1 if d else c))
     return hunks
 
 
+def _lines(data: bytes) -> list[bytes]:
+    """DATA's lines as git counts them: ended by LF only (a lone CR is inside a line)."""
+    lines = data.split(b"\n")
+    return [line + b"\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
+
+
 def _headers(diff: str) -> list[tuple[int, int, int, int]]:
     """The -U0 hunk headers of DIFF as (old start, old count, new start, new count), each start the
     0-based index of the first line, or, for a count of 0, of the line the change comes before."""
     found = []
-    for line in diff.splitlines():
-        m = _HUNK.match(line)
+    for line in diff.split("\n"):
+        m = HUNK_HEADER.match(line)
         if m:
             a, b, c, d = int(m[1]), int(m[2] or 1), int(m[3]), int(m[4] or 1)
             found.append((a - 1 if b else a, b, c - 1 if d else c, d))
@@ -258,19 +267,19 @@ def _overlaps(pos: int, n: int, start: int, count: int) -> bool:
 
 def _blamed(checkout: Checkout, path: str, first: int, end: int, index: dict[str, int]) -> set[int]:
     """The branch commits (by index) that last changed HEAD's lines [FIRST, END) of PATH."""
-    total = len((git.run(["cat-file", "blob", f"HEAD:{path}"], cwd=checkout.path) + "\n").splitlines()) \
-        if first < end else 0
+    with git.ObjectReader(checkout.path) as reader:
+        total = len(_lines(reader.read("HEAD", path) or b"")) if first < end else 0
     first, end = max(first, 0), min(end, total)
     if first >= end:
         return set()
     out = git.run(["blame", "--porcelain", "-L", f"{first + 1},{end}", f"{checkout.upstream}..HEAD", "--", path],
                   cwd=checkout.path)
-    return {index[m[1]] for m in map(_BLAMED.match, out.splitlines()) if m and m[1] in index}
+    return {index[m[1]] for m in map(_BLAMED.match, out.split("\n")) if m and m[1] in index}
 
 
 def _changes(checkout: Checkout, commit: BranchCommit, path: str) -> list[tuple[int, int, int, int]]:
-    return _headers(git.run(["diff-tree", "-p", "-U0", "--no-renames", "--no-ext-diff", "--no-color",
-                             "--diff-algorithm=myers", commit.parent, commit.id, "--", path], cwd=checkout.path))
+    return _headers(git.run(["diff-tree", "-p", "-U0", *_DIFF_FLAGS, commit.parent, commit.id, "--", path],
+                            cwd=checkout.path))
 
 
 def _rewrite(checkout: Checkout, commits: list[BranchCommit], owned: list[_Owned]) -> tuple[str, dict[int, str]]:
@@ -288,7 +297,7 @@ def _rewrite(checkout: Checkout, commits: list[BranchCommit], owned: list[_Owned
             here = [o for o in owned if o.owner <= i]
             git.run(["read-tree", commit.id], cwd=checkout.path, env=index_env)
             for path in dict.fromkeys(o.hunk.path for o in here):
-                lines = (reader.read(commit.id, path) or b"").splitlines(keepends=True)
+                lines = _lines(reader.read(commit.id, path) or b"")
                 for o in sorted((o for o in here if o.hunk.path == path), key=lambda o: -o.at[i]):
                     start = o.at[i]
                     if tuple(lines[start:start + len(o.hunk.old)]) != o.hunk.old:

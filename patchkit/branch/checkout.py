@@ -47,6 +47,7 @@ def open_checkout(project: Project, output: Path | None) -> Checkout:
     path = (output or project.output_dir).resolve()
     if not (path / ".git").exists():
         raise PatchkitError(f"{path} is not a checkout patchkit made", "run `patchkit apply upstream@REF` first")
+    _refuse_unfinished_git(path)
     upstream = git.run(["rev-parse", "--verify", "--quiet", f"{refs.UPSTREAM}^{{commit}}"], cwd=path, check=False)
     if not upstream:
         raise PatchkitError(f"{path} has no {refs.UPSTREAM}: patchkit did not check it out",
@@ -59,6 +60,30 @@ def open_checkout(project: Project, output: Path | None) -> Checkout:
                             "wait for it, or remove the lock file, and rerun")
     head = git.run(["rev-parse", "HEAD"], cwd=path)
     return Checkout(path, branch, upstream, head)
+
+
+# What a stopped git command leaves in the git folder: its files are not the branch's yet.
+_IN_PROGRESS = (("MERGE_HEAD", "a merge", "git merge"), ("CHERRY_PICK_HEAD", "a cherry-pick", "git cherry-pick"),
+                ("REVERT_HEAD", "a revert", "git revert"), ("rebase-merge", "a rebase", "git rebase"),
+                ("rebase-apply", "a rebase or am", "git rebase (or git am)"))
+
+
+def _refuse_unfinished_git(path: Path) -> None:
+    """Refused: unmerged entries (git's own conflict markers are in the files) or a git merge,
+    cherry-pick, revert, rebase or am stopped half way: reading the branch now would take that
+    command's half-done state (its markers, its moved HEAD) into the queue."""
+    git_dir = Path(git.run(["rev-parse", "--absolute-git-dir"], cwd=path))
+    for name, what, command in _IN_PROGRESS:
+        if (git_dir / name).exists():
+            raise PatchkitError(f"{what} is in progress in {path}",
+                                f"finish it (`{command} --continue`) or undo it (`{command} --abort`), then rerun")
+    unmerged = sorted({line.split("\t", 1)[1] for line in
+                       git.run(["ls-files", "--unmerged"], cwd=path).splitlines() if "\t" in line})
+    if unmerged:
+        shown = ", ".join(unmerged[:3]) + (f", and {len(unmerged) - 3} more" if len(unmerged) > 3 else "")
+        raise PatchkitError(f"{shown} in {path} {'is' if len(unmerged) == 1 else 'are'} unmerged (a conflict git "
+                            "left)", "resolve it and `git add` it (or `git checkout --merge`/`git reset` to undo), "
+                            "then rerun")
 
 
 def changed_paths(checkout: Checkout) -> list[str]:
@@ -107,3 +132,40 @@ def _is_ancestor(path: Path, ancestor: str, commit: str) -> bool:
         return True
     except git.GitFailed:
         return False
+
+
+def refuse_foreign_base(checkout: Checkout, commits: list[BranchCommit], mirror: Path | None) -> None:
+    """Refused: a branch rebased by hand onto newer upstream (`git rebase FETCH_HEAD`). Its new
+    base shows as commits without a note that are upstream's: on the branches or tags of the
+    MIRROR (not patchkit's refs there: its own commits of the patches are in it), or reachable from
+    what the checkout fetched (FETCH_HEAD, remote-tracking branches, tags). Recorded, upstream's
+    commit would become a patch and the lock would name the old base."""
+    unnoted = [c for c in commits if not c.patches]
+    if not unnoted:
+        return
+    git_dir = Path(git.run(["rev-parse", "--absolute-git-dir"], cwd=checkout.path))
+    # (not what patchkit's own checkout fetched from the mirror: its refs/patchkit/ results)
+    fetched = [line.split()[0] for line in _read(git_dir / "FETCH_HEAD").splitlines()
+               if line.strip() and f"'{refs.NAMESPACE}/" not in line]
+    fetched += git.run(["for-each-ref", "--format=%(objectname)", "refs/remotes", "refs/tags"],
+                       cwd=checkout.path).split()
+    theirs = set(git.run(["rev-list", *fetched, f"^{checkout.upstream}"], cwd=checkout.path, check=False).split()) \
+        if fetched else set()
+    if mirror is not None and (mirror / "HEAD").exists():
+        theirs |= set(git.run(["rev-list", "--branches", "--tags", "--not", checkout.upstream], cwd=mirror,
+                              check=False).split())
+    foreign = [c for c in unnoted if c.id in theirs]
+    if foreign:
+        base = foreign[-1]
+        raise PatchkitError(f"{checkout.branch} in {checkout.path} is based on {base.short}, upstream's, not on "
+                            f"{checkout.upstream[:12]}, the upstream commit it was applied to (rebased by hand?)",
+                            f"move the queue with `patchkit rebase upstream@{base.id[:12]}` instead; to record first, "
+                            f"put the branch back (git -C {checkout.path} rebase --onto {checkout.upstream[:12]} "
+                            f"{base.id[:12]}) and rerun")
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except FileNotFoundError:
+        return ""

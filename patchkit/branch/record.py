@@ -25,16 +25,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from patchkit import __version__, git, notes, refs, testpoint
+from patchkit import __version__, git, journal, notes, refs
 from patchkit.apply import apply_queue
 from patchkit.branch.checkout import (BranchCommit, Checkout, branch_commits, changed_paths, open_checkout,
-                                      untracked_paths)
+                                      refuse_foreign_base, untracked_paths)
+from patchkit.branch.identity import match_unnoted, warn_unless_carried
 from patchkit.errors import PatchkitError
-from patchkit.fileio import atomic_write
 from patchkit.hooks import Hooks, collect_warnings
 from patchkit.importing.run import slug
 from patchkit.nightly.refresh import Change, format_patch, refresh_patch
-from patchkit.patchfile.series import entries, read_text, write_series
+from patchkit.patchfile.mail import Unreadable
+from patchkit.patchfile.series import entries, read_text
 from patchkit.pipeline import applied_at
 from patchkit.plain import NOT_IN_JSON
 from patchkit.project import Lock, Project
@@ -43,9 +44,6 @@ from patchkit.upstream import Mirror, Revision
 
 if TYPE_CHECKING:
     from patchkit.checks import CheckReport
-
-_MARKER = "record-in-progress"  # in .patchkit/: the checkout and tip of a record that is writing
-
 
 class Action(str, enum.Enum):
     """What record does to one patch."""
@@ -111,7 +109,9 @@ class RecordReport:
 
 
 def run_record(project: Project, options: RecordOptions, hooks: Hooks = Hooks()) -> RecordReport:
-    """`patchkit record`: the checkout's branch as it is, committed."""
+    """`patchkit record`: the checkout's branch as it is, committed (an interrupted record or
+    absorb finished first)."""
+    finish_interrupted(project, options, hooks)
     checkout = open_checkout(project, options.output)
     dirty = changed_paths(checkout)
     if dirty:
@@ -124,26 +124,24 @@ def run_record(project: Project, options: RecordOptions, hooks: Hooks = Hooks())
 
 def record(project: Project, checkout: Checkout, tip: str, options: RecordOptions, hooks: Hooks = Hooks(),
            identities: dict[str, list[str]] | None = None, names: dict[str, str] | None = None,
-           before_write: Callable[[], None] | None = None, untracked: Sequence[str] = ()) -> RecordReport:
+           moves_branch: bool = False, untracked: Sequence[str] = ()) -> RecordReport:
     """TIP (the checkout's branch, or a rewrite of it that absorb has not moved the branch to yet)
     recorded as the queue. IDENTITIES: the patches of commits not noted yet; NAMES: the file names
-    of new commits that are not named from their subjects. BEFORE_WRITE runs once everything is
-    checked and before the first write. UNTRACKED: the checkout's untracked files, named (a new
-    file is recorded once it is committed)."""
+    of new commits that are not named from their subjects. MOVES_BRANCH: absorb's, the branch moves
+    to TIP and the index follows, in the same journal as the queue. UNTRACKED: the checkout's
+    untracked files, named (a new file is recorded once it is committed)."""
     queue = Queue.load(project)
-    mirror = Mirror.open(project, options.upstream)
-    commits = branch_commits(checkout, tip, identities)
     warnings, warn = collect_warnings(hooks)
+    mirror, from_checkout = _mirror(project, checkout, options)
+    commits = branch_commits(checkout, tip, identities)
+    refuse_foreign_base(checkout, commits, None if from_checkout else mirror.path)
     with mirror.locked(hooks.progress):
-        revision = _revision(mirror, checkout)
+        revision = _revision(mirror, checkout, fetch=from_checkout)
         if not options.allow_rewind:  # the lock never moves backwards (a dry run says so too)
             mirror.guard_pin(revision.commit)
-        marker = project.state_dir / _MARKER
-        if _interrupted_at(marker, checkout, tip):
-            warn(f"finishing the record of {tip[:12]} that was interrupted")
-            recorded = _recorded(checkout)
-        else:
-            recorded = _check_queue_is_the_branchs(checkout, mirror, revision, queue, marker)
+        recorded = _check_queue_is_the_branchs(checkout, mirror, revision, queue, warn)
+        commits = match_unnoted(checkout, commits, recorded, {p.name: p.subject for p in queue.patches}, warn)
+        warn_unless_carried(checkout, warn)
         plan = _plan(project, checkout, mirror, queue, commits, recorded, options, names or {})
         series = tuple(p.name for p in plan if p.action in (Action.UNCHANGED, Action.EDITED, Action.NEW))
         with tempfile.TemporaryDirectory(prefix="patchkit-record-") as tmp:
@@ -159,11 +157,7 @@ def record(project: Project, checkout: Checkout, tip: str, options: RecordOption
                                       tuple(plan), checks=report.checks)
                 if options.dry_run:
                     return replace(result, warnings=tuple(warnings))
-                # From here on a rerun on the same tip finishes the job, whatever was written.
-                atomic_write(marker, f"{checkout.path}\n{tip}\n".encode())
-                if before_write:
-                    before_write()
-                pruned = _write_queue(project, plan, series, options.prune)
+                # the mirror's caches first: what they hold is right whether or not the journal runs
                 applied.record(refs.result(project.key, checkout.branch))
                 bases = {p.sha256: p.commit for p in report.patches if p.commit} if result.passed else {}
                 if bases:
@@ -172,49 +166,95 @@ def record(project: Project, checkout: Checkout, tip: str, options: RecordOption
                 old = project.lock()
                 # the order of its patches too: the lock lists them as the series does
                 lock_updated = result.passed and (lock != old or list(lock.patches) != list(old.patches))
-                if lock_updated:
-                    lock.write(project.lock_path)
-                elif not result.passed:
+                if not result.passed:
                     warn("patchkit.lock not updated: the site checks of the new queue fail")
-        _keep_branch(checkout, commits, plan, tip)
-        marker.unlink()
-    return replace(result, pruned=tuple(pruned), written=True, lock_updated=lock_updated,
+                files = _queue_files(project, plan, series, options.prune)
+                if lock_updated:
+                    files[str(project.lock_path)] = lock.encode()
+                refs_moved = [journal.RefMove(checkout.applied_ref, _ref(checkout, checkout.applied_ref), tip)]
+                if moves_branch:
+                    refs_moved.append(journal.RefMove(f"refs/heads/{checkout.branch}", checkout.head, tip))
+                journal.write(project, journal.Plan("absorb" if moves_branch else "record", str(checkout.path), tip,
+                                                    files, _branch_notes(checkout, commits, plan),
+                                                    tuple(refs_moved), tip if moves_branch else ""))
+    pruned = tuple(Path(name).name for name, data in files.items() if data is None)
+    return replace(result, pruned=pruned, written=True, lock_updated=lock_updated,
                    bases_recorded=len(bases), warnings=tuple(warnings))
 
 
-def _revision(mirror: Mirror, checkout: Checkout) -> Revision:
-    """The checkout's upstream commit, from the mirror (never fetched: it was there for the apply)."""
+def finish_interrupted(project: Project, options: RecordOptions, hooks: Hooks) -> bool:
+    """An interrupted record's or absorb's journal run to its end, with the names it chose (a dry
+    run refuses: it would write). Whether there was one."""
+    if options.dry_run:
+        journal.refuse_while_pending(project)
+    plan = journal.pending(project)
+    if plan is None:
+        return False
+    journal.resume(project, plan)
+    collect_warnings(hooks)[1](f"finished the `patchkit {plan.command}` of {plan.tip[:12]} that was interrupted while writing")
+    return True
+
+
+def _ref(checkout: Checkout, ref: str) -> str:
+    return git.run(["rev-parse", "--verify", "--quiet", ref], cwd=checkout.path, check=False)
+
+
+def _mirror(project: Project, checkout: Checkout, options: RecordOptions) -> tuple[Mirror, bool]:
+    """Where the checkout's upstream commit is read: the mirror of --upstream or of the configured
+    upstream; where that lacks it (the checkout was applied with `--upstream PATH`), the checkout
+    itself, which holds every object of it (True)."""
+    mirror = Mirror.open(project, options.upstream)
+    if options.upstream or (mirror.exists and _has(mirror, checkout.upstream)):
+        return mirror, False
+    return Mirror.open(project, str(checkout.path)), True
+
+
+def _has(mirror: Mirror, commit: str) -> bool:
     try:
-        revision = mirror.resolve(f"upstream@{checkout.upstream}", fetch=False)
+        git.run(["cat-file", "-e", f"{commit}^{{commit}}"], cwd=mirror.path)
+        return True
+    except git.GitFailed:
+        return False
+
+
+def _revision(mirror: Mirror, checkout: Checkout, fetch: bool) -> Revision:
+    """The checkout's upstream commit, from the mirror (fetched only when the mirror is the
+    checkout's own: the configured one had it for the apply)."""
+    try:
+        revision = mirror.resolve(f"upstream@{checkout.upstream}", fetch=fetch)
     except PatchkitError:
         raise PatchkitError(f"the mirror of {mirror.fetch_url} lacks {checkout.upstream[:12]}, the upstream commit "
                             f"of {checkout.path}", "name the upstream it was applied from with --upstream") from None
     return replace(revision, branch_name=checkout.branch)
 
 
-def _interrupted_at(marker: Path, checkout: Checkout, tip: str) -> bool:
-    """A record of TIP in this checkout was stopped while writing: its files are its own."""
-    try:
-        return marker.read_text().split("\n")[:2] == [str(checkout.path), tip]
-    except OSError:
-        return False
-
-
-def _recorded(checkout: Checkout) -> dict[str, str]:
-    """Each patch's commit on the branch as patchkit last checked it out or recorded it."""
+def _recorded(checkout: Checkout, queue: Queue, warn: Callable[[str], None]) -> dict[str, str]:
+    """Each patch's commit on the branch as patchkit last checked it out or recorded it. Its notes
+    deleted, the commits are read in the series' order (the caller checks each tree against
+    patches/, so a wrong reading is refused there, never recorded)."""
     applied_tip = git.run(["rev-parse", "--verify", "--quiet", checkout.applied_ref], cwd=checkout.path, check=False)
     if not applied_tip:
         raise PatchkitError(f"{checkout.path} has no {checkout.applied_ref}: patchkit did not check {checkout.branch} out",
                             "run `patchkit apply` for it first")
-    return {name: c.id for c in branch_commits(checkout, applied_tip) for name in c.patches}
+    commits = branch_commits(checkout, applied_tip)
+    if commits and not any(c.patches for c in commits):
+        if len(commits) != len(queue.patches):
+            raise PatchkitError(f"the commits patchkit checked out in {checkout.path} have lost their notes "
+                                f"({notes.REF} deleted?), and they are {len(commits)}, the series {len(queue.patches)}",
+                                "check the queue out again (`patchkit apply upstream@REF --force` keeps your "
+                                "commits under refs/patchkit/saved/), then redo the edit")
+        warn(f"the commits patchkit checked out in {checkout.path} have lost their notes ({notes.REF} deleted?): "
+             "read in the series' order")
+        return {p.name: c.id for p, c in zip(queue.patches, commits)}
+    return {name: c.id for c in commits for name in c.patches}
 
 
 def _check_queue_is_the_branchs(checkout: Checkout, mirror: Mirror, revision: Revision, queue: Queue,
-                                marker: Path) -> dict[str, str]:
+                                warn: Callable[[str], None]) -> dict[str, str]:
     """patches/ applied at the upstream commit gives, patch by patch, the branch as patchkit last
     checked out (or recorded) it: otherwise the files changed since, or a patch never made it onto
     the branch, and recording the branch would silently undo that. Returns each patch's commit there."""
-    recorded = _recorded(checkout)
+    recorded = _recorded(checkout, queue, warn)
     trees = dict(line.split() for line in git.run(
         ["show", "-s", "--format=%H %T", *set(recorded.values())], cwd=checkout.path).splitlines()) if recorded else {}
     with apply_queue(mirror, revision, queue.patches) as applied:
@@ -225,12 +265,8 @@ def _check_queue_is_the_branchs(checkout: Checkout, mirror: Mirror, revision: Re
                                     "fix it first (`patchkit rebase`), or take it out of the series")
             tree = git.run(["rev-parse", f"{result.commit}^{{tree}}"], cwd=applied.repo)
             if result.name not in recorded or trees[recorded[result.name]] != tree:
-                interrupted = marker.exists()
                 raise PatchkitError(f"patches/{result.name} is not what {checkout.branch} was checked out from "
-                                    + ("(a record of another tip of the branch was interrupted)" if interrupted else
-                                       "(the file or the series changed since, or an older patchkit checked it out)"),
-                                    "check the tip it names out again and rerun record "
-                                    f"({marker})" if interrupted else
+                                    "(the file or the series changed since, or an older patchkit checked it out)",
                                     f"check the queue out again (`patchkit apply upstream@{revision.commit[:12]}`; "
                                     "--force keeps your commits under refs/patchkit/saved/), then redo the edit")
     return recorded
@@ -332,7 +368,11 @@ def _patches(project: Project, queue: Queue, plan: list[RecordedPatch], series: 
             patches.append(known[name])
             continue
         (tmp / name).write_bytes(entry.data)
-        patches.append(replace(read_patch(tmp / name, name), path=project.patches_dir / name))
+        try:
+            patches.append(replace(read_patch(tmp / name, name), path=project.patches_dir / name))
+        except Unreadable as exc:  # the file is not written yet: name the commit, not a temporary file
+            raise PatchkitError(f"{name}, recorded from commit {entry.commit[:12]} ({entry.subject}), would not "
+                                f"read back as a patch: {exc.why}", exc.hint) from None
     return patches
 
 
@@ -347,28 +387,24 @@ def _check_round_trip(checkout: Checkout, commits: list[BranchCommit], repo: Pat
                                 "this is a bug in patchkit: please report it; nothing was written")
 
 
-def _write_queue(project: Project, plan: list[RecordedPatch], series: tuple[str, ...], prune: bool) -> list[str]:
-    """The new and rewritten patch files, each whole, then the series in one rename, then (with
-    PRUNE) the files of the patches that left it. A patch file is written before the series names
-    it, and deleted only after the series stopped naming it."""
-    for entry in plan:
-        if entry.action in (Action.EDITED, Action.NEW):
-            atomic_write(project.patches_dir / entry.name, entry.data)
-    testpoint.pause("record-write")
+def _queue_files(project: Project, plan: list[RecordedPatch], series: tuple[str, ...],
+                 prune: bool) -> dict[str, bytes | None]:
+    """What record writes in patches/, in the journal's order: the new and rewritten patch files,
+    then the series, then (with PRUNE) the files of the patches that left it deleted."""
+    files: dict[str, bytes | None] = {str(project.patches_dir / e.name): e.data for e in plan
+                                      if e.action in (Action.EDITED, Action.NEW)}
     text = read_text(project.series_path)
     new_text = series_text(text, list(series))
     if new_text != text:
-        write_series(project.series_path, new_text)
-    pruned = []
+        files[str(project.series_path)] = new_text.encode()
     if prune:
         for entry in plan:
             if entry.action in (Action.DROPPED, Action.SQUASHED):
                 for path in (project.patches_dir / entry.name,
                              project.patches_dir / (entry.name.removesuffix(".patch") + ".checks.yaml")):
                     if path.exists():
-                        path.unlink()
-                        pruned.append(path.name)
-    return pruned
+                        files[str(path)] = None
+    return files
 
 
 def series_text(text: str, order: list[str]) -> str:
@@ -395,13 +431,13 @@ def series_text(text: str, order: list[str]) -> str:
     return "".join(out + placed)
 
 
-def _keep_branch(checkout: Checkout, commits: list[BranchCommit], plan: list[RecordedPatch], tip: str) -> None:
-    """Each branch commit noted as the patch it now is, and the tip kept as what the queue is: the
-    next `apply` takes these commits as patchkit's own, and the next `record` starts from them."""
+def _branch_notes(checkout: Checkout, commits: list[BranchCommit], plan: list[RecordedPatch]) -> dict[str, list[str]]:
+    """Each branch commit noted as the patch it now is (those whose note says otherwise, absorb's
+    new commits among them): the next `apply` takes these commits as patchkit's own, and the next
+    `record` starts from them."""
     recorded = {p.commit: p.name for p in plan if p.action in (Action.UNCHANGED, Action.EDITED, Action.NEW)}
-    noted = notes.read(checkout.path, [c.id for c in commits])  # absorb's new commits have none yet
-    notes.write(checkout.path, {c.id: [recorded[c.id]] for c in commits if noted[c.id] != [recorded[c.id]]})
-    git.run(["update-ref", checkout.applied_ref, tip], cwd=checkout.path)
+    noted = notes.read(checkout.path, [c.id for c in commits])
+    return {c.id: [recorded[c.id]] for c in commits if noted[c.id] != [recorded[c.id]]}
 
 
 def _sha256(data: bytes) -> str:

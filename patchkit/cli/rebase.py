@@ -27,6 +27,8 @@ def rebase_command(
     no_fetch: bool = NoFetchOpt,
     fuzz: int = typer.Option(0, "--fuzz", min=0, max=3, metavar="N",
                              help="Place with up to N lines of fuzz; a fuzzed patch stops for a look."),
+    record: bool = typer.Option(False, "--record", help="Record the branch's commits not in patches/ yet "
+                                                         "first (without it such commits are refused)."),
     json_out: Optional[str] = JsonOpt,
 ) -> None:
     """Apply the queue at upstream@REF in the checkout and stop at the first patch that needs a
@@ -43,6 +45,7 @@ def rebase_command(
     """
     from patchkit.errors import PatchkitError
     from patchkit.hooks import Hooks
+    from patchkit.looplock import exclusive
     from patchkit.project import Project
     from patchkit.rebase.run import RebaseOptions, resume, start
     from patchkit.rebase.run import abort as abort_rebase
@@ -54,16 +57,17 @@ def rebase_command(
                                         ("--abort", abort)) if given]
     if len(actions) > 1:
         raise PatchkitError(f"{' and '.join(actions)} cannot be given together", "give one of them")
-    if actions and (spec or output or upstream or no_fetch or fuzz):
+    if actions and (spec or output or upstream or no_fetch or fuzz or record):
         raise PatchkitError(f"{actions[0]} goes on with the rebase in progress: upstream@REF, -o, --upstream, "
-                            "--no-fetch and --fuzz are the first step's", f"run `patchkit rebase {actions[0]}` alone")
+                            "--no-fetch, --fuzz and --record are the first step's", f"run `patchkit rebase {actions[0]}` alone")
     if include and not continue_:
         raise PatchkitError("--include goes with --continue", "run `patchkit rebase --continue --include PATH`")
     if spec:
         parse_spec(spec)
     project = Project.find()
     check_reports(project, json_out, checkout=output.resolve() if output else None)
-    with progress_display(f"rebase {spec or ' '.join(actions)}".strip()) as progress:
+    command = f"rebase {spec or ' '.join(actions)}".strip()
+    with exclusive(project, command), progress_display(command) as progress:
         hooks = Hooks(progress=progress, warn=warn)
         if abort:
             report = abort_rebase(project, hooks)
@@ -71,7 +75,7 @@ def rebase_command(
             report = resume(project, actions[0].removeprefix("--"), hooks, tuple(include))
         else:
             report = start(project, RebaseOptions(spec=spec or "upstream@HEAD", upstream=upstream,
-                                                  fetch=not no_fetch, fuzz=fuzz,
+                                                  fetch=not no_fetch, fuzz=fuzz, record=record,
                                                   output=output.resolve() if output else None), hooks)
     emit({json_out: lambda: to_json("rebase", report)},
          lambda: render.render_terminal(report, console()) if not is_quiet() else print(render.summary_line(report)))

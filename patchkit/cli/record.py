@@ -14,6 +14,8 @@ from patchkit.cli.progress import progress_display
 DryRunOpt = typer.Option(False, "--dry-run", help="List what would change; write nothing.")
 PruneOpt = typer.Option(False, "--prune", help="Delete the files of patches that leave the series "
                                                "(and their .checks.yaml).")
+AbortOpt = typer.Option(False, "--abort", help="Undo a record or absorb that was interrupted while writing, "
+                                                "byte for byte.")
 SquashOpt = typer.Option(False, "--squash", help="Record a commit that is several patches (a squash) as the "
                                                  "first of them in the series; the others leave it.")
 
@@ -26,6 +28,7 @@ def record_command(
     squash: bool = SquashOpt,
     allow_rewind: bool = AllowRewindOpt,
     upstream: Optional[str] = UpstreamOpt,
+    abort: bool = AbortOpt,
     json_out: Optional[str] = JsonOpt,
 ) -> None:
     """Regenerate patches/ and the series from the edited branch in the checkout.
@@ -44,17 +47,20 @@ def record_command(
     """
     from patchkit.branch.record import RecordOptions, run_record
     from patchkit.hooks import Hooks
+    from patchkit.looplock import exclusive
     from patchkit.project import Project
     from patchkit.rebase.state import refuse_while_rebasing
     from patchkit.report import record as render
 
     project = Project.find()
-    refuse_while_rebasing(project)
+    refuse_while_rebasing(project, journal_ok=True)
+    if abort:
+        _abort(project)
     out = output.resolve() if output else None
     check_reports(project, json_out, checkout=out)
     options = RecordOptions(output=out, dry_run=dry_run, prune=prune, squash=squash, allow_rewind=allow_rewind,
                             upstream=upstream)
-    with progress_display("record") as progress:
+    with exclusive(project, "record"), progress_display("record") as progress:
         report = run_record(project, options, Hooks(progress=progress, warn=warn))
     emit({json_out: lambda: render.to_json(report)},
          lambda: render.render_terminal(report, console()) if not is_quiet() else print(render.summary_line(report)))
@@ -72,6 +78,7 @@ def absorb_command(
     squash: bool = SquashOpt,
     allow_rewind: bool = AllowRewindOpt,
     upstream: Optional[str] = UpstreamOpt,
+    abort: bool = AbortOpt,
     json_out: Optional[str] = JsonOpt,
 ) -> None:
     """Fold the checkout's uncommitted edits into the patches that own those lines, then record.
@@ -88,18 +95,33 @@ def absorb_command(
     """
     from patchkit.branch.absorb import AbsorbOptions, run_absorb
     from patchkit.hooks import Hooks
+    from patchkit.looplock import exclusive
     from patchkit.project import Project
     from patchkit.rebase.state import refuse_while_rebasing
     from patchkit.report import record as render
 
     project = Project.find()
-    refuse_while_rebasing(project)
+    refuse_while_rebasing(project, journal_ok=True)
+    if abort:
+        _abort(project)
     out = output.resolve() if output else None
     check_reports(project, json_out, checkout=out)
     options = AbsorbOptions(output=out, new=new, author=author, dry_run=dry_run, prune=prune, squash=squash,
                             allow_rewind=allow_rewind, upstream=upstream)
-    with progress_display("absorb") as progress:
+    with exclusive(project, "absorb"), progress_display("absorb") as progress:
         report = run_absorb(project, options, Hooks(progress=progress, warn=warn))
     emit({json_out: lambda: render.to_json(report, "absorb")},
          lambda: render.render_absorb(report, console()) if not is_quiet() else print(render.absorb_summary(report)))
     raise typer.Exit(report.exit_code)
+
+
+def _abort(project) -> None:
+    """`--abort`: the interrupted record's or absorb's writes undone; exit 0."""
+    from patchkit.journal import undo
+    from patchkit.looplock import exclusive
+
+    with exclusive(project, "record --abort"):
+        plan = undo(project)
+    print(f"undid the interrupted `patchkit {plan.command}` of {plan.tip[:12]}: patches/, the lock, the notes and "
+          f"the refs and index of {plan.checkout} are as they were before it")
+    raise typer.Exit(0)

@@ -71,10 +71,10 @@ def parse(patch: PatchText, *, author: tuple[str, str] | None = None, subject: s
         if all(line.endswith("\r\n") for line in text.splitlines(keepends=True)[:-1]) and text.endswith("\r\n"):
             text = text.replace("\r\n", "\n")
             warnings.append(f"{patch.source}: CRLF line endings (from a mail or a Windows editor) made LF")
-        else:
+        elif not patch_mail.crs_are_content(text.split("\n")[:-1]):
             raise PatchkitError(f"{patch.source}: some lines end in CRLF and some do not (mangled in transit?)",
                                 "fix the line endings, or pass --repair to rebuild the patch against upstream")
-    lines = text.splitlines(keepends=True)
+    lines = patch_diff.lines_of(text, keepends=True)
     start = patch_diff.diff_start(lines)
     if start is None:
         hint = ("is it a patch? one copied from a web page (newlines lost) needs --repair"

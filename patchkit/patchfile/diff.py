@@ -14,6 +14,16 @@ HUNK_HEADER = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _SIGNATURE = re.compile(r"\n-- \n[^\n]*\n*\Z")  # git format-patch's "-- \n<version>" (and blank lines)
 
 
+def lines_of(text: str, keepends: bool = False) -> list[str]:
+    """TEXT's lines as git and patch count them: ended by LF only (str.splitlines also ends one at
+    a lone CR, which is inside a line of a file)."""
+    lines = text.split("\n")
+    last = lines.pop()
+    if keepends:
+        lines = [line + "\n" for line in lines]
+    return lines + [last] if last else lines
+
+
 def diff_start(lines: list[str]) -> int | None:
     """Index of the line where the diff begins: `diff --git`, or a `---`/`+++` pair (an `Index:`
     line and its `====` rule before them belong to the diff's header, not to the message)."""

@@ -18,6 +18,7 @@ import os
 from pathlib import Path
 
 from patchkit import git
+from patchkit.errors import PatchkitError
 
 FLAGS = (
     "--stdout", "--zero-commit", "--full-index", "--binary", "--no-signature", "--no-stat", "--no-notes",
@@ -40,6 +41,7 @@ def format_commit(repo: Path | str, commit: str, *, allow_empty: bool = False) -
     """COMMIT of the repository REPO as (the mail up to its message's end, the diff with its
     last newline). A commit that changes nothing has the diff "" (with ALLOW_EMPTY, for a
     commit made only for its header), else GitFailed."""
+    _refuse_diff_lines(repo, commit)
     settings = [arg for key, value in _SETTINGS for arg in ("-c", f"{key}={value}")]
     out = git.run([*settings, "format-patch", "-1", *FLAGS, *(["--always"] if allow_empty else []), commit],
                   cwd=repo)
@@ -49,6 +51,21 @@ def format_commit(repo: Path | str, commit: str, *, allow_empty: bool = False) -
     if message and "\n\n" not in message:  # no body: the empty line that ends the header stays, as with a stat
         message += "\n"
     return message, f"diff --git {diff}\n" if found else ""
+
+
+def _refuse_diff_lines(repo: Path | str, commit: str) -> None:
+    """Refused: a message line that `git am` (mailinfo's patchbreak) takes as the start of the
+    diff, `diff -`, `Index: `, or `---` followed by a space and a name or by nothing: written into
+    a patch file, the message would end there and the rest would be lost on apply."""
+    message = git.run(["log", "-1", "--no-notes", "--format=%B", commit], cwd=repo)
+    for number, line in enumerate(message.split("\n"), 1):
+        rest = line[3:]
+        if line.startswith(("diff -", "Index: ")) or (line.startswith("---") and (
+                not rest.strip() or (rest[:1] == " " and rest[1:2].strip()))):
+            raise PatchkitError(f"commit {commit[:12]}'s message line {number} ({line[:40]!r}) would be read "
+                                "by git am as the start of the diff, cutting the message there",
+                                "reword the commit (git commit --amend, or rebase -i reword) so that no line "
+                                "starts with `diff -`, `Index: ` or `---`")
 
 
 def join(message: str, diff: str) -> str:

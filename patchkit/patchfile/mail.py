@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from patchkit.errors import PatchkitError
-from patchkit.patchfile.diff import diff_start, strip_signature
+from patchkit.patchfile.diff import diff_start, lines_of, strip_signature
 
 _SUBJECT_PREFIX = re.compile(r"^\s*(\[[^\]]*\]\s*)+")
 _FIELD = re.compile(r"^([A-Za-z][A-Za-z0-9-]*):(?:[ \t]+(.*?))?[ \t]*$")
@@ -50,20 +50,31 @@ def lf_text(text: str, path: Path) -> tuple[str, bool]:
     """TEXT with LF line ends, and whether it had CRLF ones: a file whose every line ends in CRLF
     went through a mailer or a Windows editor (git am's mailsplit strips them too). Some lines
     CRLF and some not cannot be told apart from content: Unreadable."""
-    ends = [line.endswith("\r") for line in text.split("\n")[:-1]]
+    lines = text.split("\n")[:-1]
+    ends = [line.endswith("\r") for line in lines]
     if not any(ends):
         return text, False
     if all(ends):
         return text.replace("\r\n", "\n"), True
+    if crs_are_content(lines):  # git format-patch of a CRLF file: the CRs are the file's
+        return text, False
     first = ends.index(not ends[0]) + 1
     raise Unreadable(path, first, f"line {first} ends in {'CRLF' if ends[first - 1] else 'LF'}, line 1 in "
                      f"{'CRLF' if ends[0] else 'LF'}: mixed line ends (mangled in transit?)",
                      "convert it with `dos2unix`, or re-export it with git format-patch")
 
 
+def crs_are_content(lines: list[str]) -> bool:
+    """Every one of LINES (without their LF) ending in CR is a line of a hunk (context, removed,
+    added) after the first `diff --git`: the file's own line ends, carried as git carries them."""
+    start = next((i for i, line in enumerate(lines) if line.startswith("diff --git ")), None)
+    return start is not None and all(i > start and line[:1] in (" ", "+", "-") and not line.startswith(("--- ", "+++ "))
+                                     for i, line in enumerate(lines) if line.endswith("\r"))
+
+
 def split(text: str, path: Path) -> tuple[str, str, int]:
     """(header and message, diff less the signature, 1-based line where the diff starts)."""
-    lines = text.splitlines(keepends=True)
+    lines = lines_of(text, keepends=True)
     start = diff_start(lines)
     if start is None:
         raise Unreadable(path, 1, "no diff found", "is this a patch? expected `diff --git` lines")

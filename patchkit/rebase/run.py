@@ -55,6 +55,7 @@ class RebaseOptions:
     fetch: bool = True
     fuzz: int = 0
     output: Path | None = None
+    record: bool = False  # commits on the branch never recorded: record them first (else refused)
 
 
 @dataclass(frozen=True)
@@ -119,6 +120,16 @@ def start(project: Project, options: RebaseOptions, hooks: Hooks = Hooks()) -> R
         except PatchkitError as exc:  # its hint names apply's --allow-rewind, which a rebase has not
             raise PatchkitError(exc.message, "name a newer upstream ref: a rebase moves the lock forward only (to "
                                 "move it back: `patchkit apply upstream@REF --update-lock --allow-rewind`)") from None
+    unrecorded = _unrecorded(output, revision.branch_name)
+    if unrecorded and not options.record:
+        raise PatchkitError(f"{_shown(unrecorded)} on the branch in {output} {'is' if len(unrecorded) == 1 else 'are'} "
+                            "not recorded in patches/: the rebase would leave them behind",
+                            f"record them first (`patchkit record`), or rerun with --record; to drop them, "
+                            f"check the queue out again (`patchkit apply upstream@locked --force`)")
+    if unrecorded:
+        from patchkit.branch.record import RecordOptions, run_record  # record sits beside rebase, not below
+
+        run_record(project, RecordOptions(output=output, upstream=options.upstream), hooks)
     state = RebaseState(options.spec, options.upstream, options.fuzz, revision,
                         rebase_state.describe_checkout(output), ADVANCING)
     rebase_state.begin(project, state)
@@ -130,6 +141,26 @@ def start(project: Project, options: RebaseOptions, hooks: Hooks = Hooks()) -> R
             from None
 
 
+def _unrecorded(output: Path, branch: str) -> list[str]:
+    """The commits on the checkout's branch (and BRANCH, the one the rebase checks out) that
+    patchkit did not check out and record never took: "id (subject)", oldest first."""
+    if not (output / ".git").exists():
+        return []
+    current = git.run(["symbolic-ref", "--quiet", "--short", "HEAD"], cwd=output, check=False)
+    found: list[str] = []
+    for name in dict.fromkeys(filter(None, (current, branch))):
+        applied = git.run(["rev-parse", "--verify", "--quiet", f"{refs.APPLIED}/{name}"], cwd=output, check=False)
+        tip = git.run(["rev-parse", "--verify", "--quiet", f"refs/heads/{name}"], cwd=output, check=False)
+        if applied and tip:
+            found += git.run(["log", "--reverse", "--format=%h (%s)", "--abbrev=12", f"{applied}..{tip}"],
+                             cwd=output).splitlines()
+    return list(dict.fromkeys(found))
+
+
+def _shown(names: list[str]) -> str:
+    return ", ".join(names[:3]) + (f", and {len(names) - 3} more" if len(names) > 3 else "")
+
+
 def resume(project: Project, action: str, hooks: Hooks = Hooks(), include: tuple[str, ...] = ()) -> RebaseReport:
     """`--continue`, `--skip`, `--drop`: go on from the state on disk."""
     state = _current(project)
@@ -137,6 +168,10 @@ def resume(project: Project, action: str, hooks: Hooks = Hooks(), include: tuple
     if state.phase == ABORTING:
         raise PatchkitError("an interrupted `patchkit rebase --abort` has not finished",
                             "run `patchkit rebase --abort` again")
+    if rebase_state.checkout_gone(state):
+        raise PatchkitError(f"{state.checkout.path}, the rebase's checkout, was removed while it stood",
+                            "undo the rebase with `patchkit rebase --abort` (patches/ and the lock come back), "
+                            "then start again")
     if action in ("skip", "drop"):
         if state.phase != STOPPED or state.stopped is None:
             raise PatchkitError(f"the rebase is not stopped at a patch (it is {state.phase})",
@@ -170,14 +205,21 @@ def abort(project: Project, hooks: Hooks = Hooks()) -> RebaseReport:
         rebase_state.save(project, state)
     made, saved = rebase_state.restore_checkout(state.checkout, state.revision.branch_name,
                                                 (*state.written, *state.files))
+    gone = rebase_state.checkout_gone(state)
     testpoint.pause("rebase-abort")
-    rebase_state.restore_files(project)
+    made_in_patches = rebase_state.restore_files(project)
     rebase_state.finish(project)
     checkout = Path(state.checkout.path)
+    if gone:
+        warn(f"{checkout} was removed while the rebase stood: patches/ and the lock are restored, the checkout is "
+             "not (`patchkit apply upstream@locked` makes it again)")
     if made:
         warn(f"kept {', '.join(made)} in {checkout}: made while the rebase stood, not by patchkit")
+    if made_in_patches:
+        warn(f"kept {', '.join(made_in_patches)}: made in patches/ while the rebase stood, not by patchkit")
     for ref in saved:
-        warn(f"{state.revision.branch_name} in {checkout} had commits patchkit did not write; kept as {ref} "
+        where = "a detached HEAD" if ref.startswith(f"{refs.SAVED}/HEAD/") else state.revision.branch_name
+        warn(f"{where} in {checkout} had commits patchkit did not write; kept as {ref} "
              f"(git -C {checkout} branch NAME {ref} to work on them)")
     return RebaseReport("abort", state.spec, state.revision.commit, state.revision.branch_name,
                         checkout, aborted=True, warnings=tuple(warnings))
@@ -347,7 +389,9 @@ def _take_fix(project: Project, state: RebaseState, include: tuple[str, ...]) ->
     k = names.index(state.stopped)
     patch = queue.patches[k]
     checkout = Path(state.checkout.path)
-    tree = _work_tree(checkout)
+    own = set(state.files) | {os.path.normpath(p) for p in include}
+    # the user's untracked files from before the rebase are theirs, not the patch's
+    tree = _work_tree(checkout, [name for name in state.checkout.untracked if name not in own])
     changed = [p for p in git.run(["diff-tree", "-r", "-z", "--no-renames", "--name-only", state.prefix, tree],
                                   cwd=checkout).split("\0") if p]
     marked = find_markers(checkout, changed)
@@ -355,7 +399,6 @@ def _take_fix(project: Project, state: RebaseState, include: tuple[str, ...]) ->
         shown = ", ".join(marked[:3]) + (f", and {len(marked) - 3} more" if len(marked) > 3 else "")
         raise PatchkitError(f"patchkit's conflict markers are still in {shown}",
                             "resolve them (keep the lines the patch should give), then rerun `patchkit rebase --continue`")
-    own = set(state.files) | {os.path.normpath(p) for p in include}
     outside = [p for p in changed if p not in own]
     if outside:
         raise PatchkitError(f"{', '.join(outside)} changed in {checkout}, outside the files of {patch.name}",
@@ -397,13 +440,18 @@ def _prove(mirror: Mirror, revision: Revision, before: tuple[Patch, ...], patch:
                                     "make the change unambiguous where it lands, then rerun `patchkit rebase --continue`")
 
 
-def _work_tree(checkout: Path) -> str:
+def _work_tree(checkout: Path, left_out: list[str]) -> str:
     """The tree of the checkout's work tree, staged or not, new files included (what .gitignore
-    ignores left out), written from a scratch index: the user's index stays as it is."""
+    ignores, and LEFT_OUT, left out), written from a scratch index: the user's index stays as it is."""
     with tempfile.TemporaryDirectory(prefix="patchkit-index-") as tmp:
         env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
         git.run(["read-tree", "HEAD"], cwd=checkout, env=env)
+        tracked = set(git.run(["ls-files", "-z"], cwd=checkout, env=env).split("\0"))
         git.run(["add", "--all", "--", "."], cwd=checkout, env=env)
+        untracked = [name for name in left_out if name not in tracked]  # one HEAD took over is HEAD's
+        if untracked:
+            git.run(["--literal-pathspecs", "rm", "--cached", "--quiet", "--ignore-unmatch", "--", *untracked],
+                    cwd=checkout, env=env)
         return git.run(["write-tree"], cwd=checkout, env=env)
 
 

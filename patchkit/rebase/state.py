@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import shutil
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from patchkit import git, notes, refs
+from patchkit import git, journal, notes, refs
 from patchkit.errors import PatchkitError
-from patchkit.fileio import atomic_folder, atomic_write, remove_aside
+from patchkit.fileio import atomic_folder, atomic_write, read_json, remove_aside, remove_folder
 from patchkit.project import LAST_REPORT, Project
 from patchkit.upstream import Revision
 
@@ -75,14 +74,10 @@ def folder(project: Project) -> Path:
 
 def load(project: Project) -> RebaseState | None:
     """The rebase in progress, None when there is none."""
-    path = folder(project) / STATE
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
+    data = read_json(folder(project) / STATE, "the rebase in progress",
+                     f"remove {folder(project)} to forget it (then restore patches/ from git)")
+    if data is None:
         return None
-    except (OSError, ValueError) as exc:
-        raise PatchkitError(f"{path}: cannot read the rebase in progress ({exc})",
-                            f"remove {folder(project)} to forget it (then restore patches/ from git)") from None
     data["revision"] = Revision(**data["revision"])
     checkout = data["checkout"]
     data["checkout"] = Checkout(**checkout)
@@ -110,23 +105,26 @@ def begin(project: Project, state: RebaseState) -> None:
 
 
 def finish(project: Project) -> None:
-    """Forget the rebase: the folder renamed aside in one step, then removed (a run killed while
-    removing it leaves only what `remove_aside` cleans)."""
-    path = folder(project)
-    if path.exists():
-        os.rename(path, path.with_name(f".{path.name}.patchkit-done-{secrets.token_hex(4)}"))
-    remove_aside(path)
+    """Forget the rebase."""
+    remove_folder(folder(project))
 
 
-def restore_files(project: Project) -> None:
-    """patches/ and the lock as the snapshot has them, byte for byte: files the rebase wrote are
-    removed, changed ones written back whole. Run again, it changes nothing."""
+def restore_files(project: Project) -> list[str]:
+    """patches/ and the lock as the snapshot has them, byte for byte: changed files written back
+    whole, files the rebase never wrote (the user's, made while it stood) copied to
+    .patchkit/kept/patches/ and removed. Run again, it changes nothing. Returns where each kept
+    file is."""
     snapshot = folder(project) / SNAPSHOT
     saved = snapshot / "patches"
     kept = {p.relative_to(saved) for p in saved.rglob("*") if p.is_file() or p.is_symlink()}
+    made = []
     for current in sorted(project.patches_dir.rglob("*"), reverse=True):
         relative = current.relative_to(project.patches_dir)
         if (current.is_file() or current.is_symlink()) and relative not in kept:
+            copy = project.state_dir / "kept" / "patches" / relative
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(current, copy, follow_symlinks=False)
+            made.append(f"patches/{relative} (your copy is {copy})")
             current.unlink()
     for relative in sorted(kept):
         source, target = saved / relative, project.patches_dir / relative
@@ -146,6 +144,7 @@ def restore_files(project: Project) -> None:
             path.unlink(missing_ok=True)
         elif not path.is_file() or path.read_bytes() != saved_file.read_bytes():
             atomic_write(path, saved_file.read_bytes())
+    return made
 
 
 def describe_checkout(path: Path) -> Checkout:
@@ -179,6 +178,8 @@ def restore_checkout(checkout: Checkout, branch: str, written: tuple[str, ...] =
     emptied. Returns the untracked files kept that the user made meanwhile, and where commits
     the user made on BRANCH were set aside."""
     path = Path(checkout.path)
+    if checkout.head and not (path / ".git").exists():  # removed while the rebase stood: nothing to give back
+        return [], []
     if not checkout.head:  # no repository was there: none, or an empty folder (check_output saw to that)
         remove_aside(path)
         if path.exists():
@@ -192,7 +193,7 @@ def restore_checkout(checkout: Checkout, branch: str, written: tuple[str, ...] =
         lock.unlink(missing_ok=True)  # a git the rebase ran was killed: no other git runs here now
     current = dict(line.split(" ", 1)[::-1] for line in git.run(
         ["for-each-ref", "--format=%(objectname) %(refname)"], cwd=path).splitlines())
-    saved = _set_aside(path, branch, current)
+    saved = _set_aside(path, branch, current) + _set_aside_detached(path)
     commands = [f"delete {ref}" for ref in current if ref not in checkout.refs and _rebases(ref, branch)]
     commands += [f"update {ref} {oid}" for ref, oid in checkout.refs.items()
                  if _rebases(ref, branch) and current.get(ref) != oid]
@@ -248,6 +249,24 @@ def _set_aside(path: Path, branch: str, current: dict[str, str]) -> list[str]:
     return [saved]
 
 
+def _set_aside_detached(path: Path) -> list[str]:
+    """Commits the user made on a detached HEAD while the rebase stood (on no ref: the abort's
+    move of HEAD would leave them to git's garbage collection) kept under refs/patchkit/saved/HEAD/."""
+    if git.run(["symbolic-ref", "--quiet", "HEAD"], cwd=path, check=False):
+        return []
+    head = git.run(["rev-parse", "--verify", "--quiet", "HEAD"], cwd=path, check=False)
+    if not head or not git.run(["rev-list", "-n1", head, "--not", "--glob=refs/*"], cwd=path):
+        return []
+    saved = f"{refs.SAVED}/HEAD/{head}"
+    git.run(["update-ref", saved, head], cwd=path)
+    return [saved]
+
+
+def checkout_gone(state: RebaseState) -> bool:
+    """The rebase's checkout, a repository when it began, was removed while it stood."""
+    return bool(state.checkout.head) and not (Path(state.checkout.path) / ".git").exists()
+
+
 def _restore_untracked(path: Path, untracked: dict[str, str]) -> None:
     """The untracked files the checkout had, as they were: one a checkout of the rebase's took
     over (it had the same bytes) is gone after the reset, and its blob is in the repository."""
@@ -262,15 +281,19 @@ def _restore_untracked(path: Path, untracked: dict[str, str]) -> None:
                 atomic_write(target, data)
 
 
-def refuse_while_rebasing(project: Project) -> None:
+def refuse_while_rebasing(project: Project, journal_ok: bool = False) -> None:
     """The guard of every command that would write patches/, the lock or the checkout, or read
-    the queue as if it were settled: a rebase in progress owns them until it ends."""
+    the queue as if it were settled: a rebase in progress owns them until it ends, and so does
+    an interrupted record or absorb (JOURNAL_OK: theirs, which finish or undo it)."""
+    if not journal_ok:
+        journal.refuse_while_pending(project)
     state = load(project)
     if state is None:
         return
     where = f"stopped at {state.stopped}" if state.stopped and state.phase == STOPPED else state.phase
     raise PatchkitError(f"a rebase onto {state.spec} is in progress ({where})",
                         "finish the undoing with `patchkit rebase --abort`" if state.phase == ABORTING else
+                        "its checkout was removed: undo it with `patchkit rebase --abort`" if checkout_gone(state) else
                         "finish it with `patchkit rebase --continue`, or undo it with `patchkit rebase --abort`")
 
 

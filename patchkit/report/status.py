@@ -32,8 +32,9 @@ def render_terminal(status: QueueStatus, console) -> None:
     if status.rebase:
         r = status.rebase
         at = f", stopped at {r.stopped}" if r.stopped and r.phase == "stopped" else f" ({r.phase})"
-        console.print(f"rebase in progress onto {r.spec} ({r.upstream_commit[:12]}){at}: "
-                      "`patchkit rebase --continue` or `--abort`", markup=False)
+        then = ("its checkout was removed: `patchkit rebase --abort`" if r.checkout_gone else
+                "`patchkit rebase --continue` or `--abort`")
+        console.print(f"rebase in progress onto {r.spec} ({r.upstream_commit[:12]}){at}: {then}", markup=False)
     if status.last_run:
         r = status.last_run
         console.print(f"last apply: {r['ref']} at {r['upstream_commit'][:12]} -> {r['branch']} "

@@ -102,7 +102,9 @@ def test_crlf_everywhere_is_undone_and_mixed_is_refused():
     d = draft(message(1).replace("\n", "\r\n"))
     assert "\r" not in d.diff and any("CRLF" in w for w in d.warnings)
     with pytest.raises(PatchkitError, match="some lines end in CRLF"):
-        draft(message(1).replace("line 1.\n", "line 1.\r\n", 1))
+        draft(message(1).replace("change 1\n", "change 1\r\n", 1))
+    # CRs on hunk lines only: the file's own line ends (git format-patch of a CRLF line), kept
+    assert "line 1.\r\n" in draft(message(1).replace("line 1.\n", "line 1.\r\n", 1)).diff
 
 
 def test_a_web_copy_without_repair_says_to_repair():

@@ -30,13 +30,16 @@ def git(*args: str, cwd: Path, env: dict[str, str] | None = None, check: bool = 
     return proc.stdout.strip()
 
 
-def make_upstream(root: Path) -> Path:
+def make_upstream(root: Path, extra: dict[str, bytes] | None = None) -> Path:
     up = root / "upstream"
     up.mkdir(parents=True)
     git("init", "-q", "-b", "master", cwd=up)
     for path, lines in FILES.items():
         (up / path).parent.mkdir(parents=True, exist_ok=True)
         (up / path).write_text("".join(lines))
+    for path, data in (extra or {}).items():  # bytes as they are (CRLF, a lone CR)
+        (up / path).parent.mkdir(parents=True, exist_ok=True)
+        (up / path).write_bytes(data)
     git("add", "-A", cwd=up)
     git("commit", "-q", "-m", "upstream", cwd=up)
     return up
@@ -61,13 +64,14 @@ def make_patches(root: Path, upstream: Path) -> list[Path]:
     return made
 
 
-def fork(tmp_path: Path, url: str | None = None):
+def fork(tmp_path: Path, url: str | None = None, extra: dict[str, bytes] | None = None):
     """A fork carrying the three patches, applied at upstream@HEAD with --update-lock; with URL,
-    the fork's configured upstream is URL and the apply takes the real one with --upstream."""
+    the fork's configured upstream is URL and the apply takes the real one with --upstream; EXTRA:
+    more upstream files."""
     from patchkit.pipeline import ApplyOptions, run_apply
     from patchkit.project import Project
 
-    upstream = make_upstream(tmp_path)
+    upstream = make_upstream(tmp_path, extra)
     project = Project.load(write_project(tmp_path / "fork", url or str(upstream), make_patches(tmp_path, upstream)))
     report = run_apply(project, ApplyOptions(spec="upstream@HEAD", check=False, update_lock=True,
                                              upstream=str(upstream) if url else None))
@@ -104,6 +108,13 @@ def snapshot(project) -> dict[str, str]:
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "patchkit", *args], cwd=cwd, text=True, capture_output=True,
                           env={**os.environ, "NO_COLOR": "1"})
+
+
+def run(project, *args: str, code: int = 0) -> subprocess.CompletedProcess:
+    """`patchkit ARGS` in the project, which must exit CODE."""
+    proc = cli(*args, cwd=project.root)
+    assert proc.returncode == code, proc.stdout + proc.stderr
+    return proc
 
 
 def reapplied_tree(project) -> str:

@@ -141,30 +141,3 @@ def test_a_binary_edit_is_no_patchs(project):
     (out / "src/a.c").write_bytes((out / "src/a.c").read_bytes() + b"\0binary\n")
     proc = absorb(project, code=1)
     assert "src/a.c:1: a binary file" in proc.stdout
-
-
-def test_an_absorb_killed_once_the_branch_moved_is_finished_by_record(project, tmp_path):
-    import signal
-
-    from record_helpers import fork
-    from test_interrupt import start, stop, wait_for
-
-    out = project.output_dir
-    edit(out, "src/a.c", 5, "int a5 = 501;\n")
-    proc = start("absorb", cwd=project.root, pause="record-write")
-    wait_for(proc, "paused at record-write")
-    stop(proc, signal.SIGKILL)  # the branch moved, the patch files written, the series not yet
-    # the rewritten commits still say which patch each is
-    noted = git("log", "--format=%N", "--notes=patchkit", "refs/patchkit/upstream..HEAD", cwd=out)
-    assert [line for line in noted.splitlines() if line] == [
-        "Patchkit-Patch: three.patch", "Patchkit-Patch: two.patch", "Patchkit-Patch: one.patch"]
-    proc = cli("record", "--json", "-", cwd=project.root)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert [p["action"] for p in json.loads(proc.stdout)["patches"]] != ["new"] * 3
-    assert series(project) == ["one.patch", "two.patch", "three.patch"]
-    clean = fork(tmp_path / "clean")
-    edit(clean.output_dir, "src/a.c", 5, "int a5 = 501;\n")
-    absorb(clean)
-    for name in ["series", "one.patch", "two.patch", "three.patch"]:
-        assert (project.patches_dir / name).read_bytes() == (clean.patches_dir / name).read_bytes(), name
-    assert sorted(p.name for p in project.patches_dir.iterdir()) == sorted(p.name for p in clean.patches_dir.iterdir())

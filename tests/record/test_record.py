@@ -234,37 +234,13 @@ def test_bases_and_lock_are_where_a_good_apply_puts_them(project):
     assert lock["upstream"]["commit"] == data["upstream_commit"] == git("rev-parse", "refs/patchkit/upstream", cwd=out)
 
 
-def edits_for_the_interruption(project) -> None:
-    out = project.output_dir
-    amend_commit(out, 2, lambda: edit(out, "src/b.c", 11, "int b11 = 1100;\n"))
-    edit(out, "src/b.c", 20, "int b20 = 2000;\n")
-    git("commit", "-q", "-am", "b : set b20", cwd=out)
-
-
-def test_killed_while_writing_the_rerun_finishes(project, tmp_path):
-    import signal
-
-    from test_interrupt import start, stop, wait_for
-
-    edits_for_the_interruption(project)
-    proc = start("record", cwd=project.root, pause="record-write")
-    wait_for(proc, "paused at record-write")
-    stop(proc, signal.SIGKILL)  # the patch files are written, the series is not
-    assert (project.patches_dir / "b-set-b20.patch").exists() and "b-set-b20.patch" not in series(project)
-    record(project)
-    clean = fork(tmp_path / "clean")
-    edits_for_the_interruption(clean)
-    record(clean)
-    for name in ["series", "one.patch", "two.patch", "three.patch", "b-set-b20.patch"]:
-        assert (project.patches_dir / name).read_bytes() == (clean.patches_dir / name).read_bytes(), name
-    assert json.loads(project.lock_path.read_text())["tree"] == json.loads(clean.lock_path.read_text())["tree"]
-    assert not (project.state_dir / "record-in-progress").exists()
-
-
-def test_a_checkout_applied_from_another_upstream_needs_it_named(tmp_path):
+def test_a_checkout_applied_from_another_upstream_is_read_from_the_checkout(tmp_path):
     project = fork(tmp_path, url=str(tmp_path / "configured-but-not-used"))
     out = project.output_dir
     amend_commit(out, 1, lambda: edit(out, "src/a.c", 6, "int a6 = 600;\n"))
-    assert "name the upstream it was applied from with --upstream" in refused(project)
-    record(project, "--upstream", str(tmp_path / "upstream"))
+    record(project)  # no --upstream again: the checkout holds the upstream commit
     assert "+int a6 = 600;" in (project.patches_dir / "one.patch").read_text()
+    edit(out, "src/a.c", 7, "int a7 = 700;\n")
+    cli("absorb", cwd=project.root).check_returncode()
+    assert "+int a7 = 700;" in (project.patches_dir / "one.patch").read_text()
+    record(project, "--upstream", str(tmp_path / "upstream"))
