@@ -16,6 +16,10 @@ REPO = Path(__file__).resolve().parent.parent
 # package, in testing/; the tests import its modules by name, as they do their own helpers.
 sys.path.insert(0, str(REPO / "testing"))
 PATCH_NAME = "server-keep-speculative-checkpoints-on-device.patch"
+# pytest-xdist's workers set COLUMNS=80 and LINES=24; the CLI the tests start would then wrap its
+# lines at 80 columns as on a terminal. A test that wants a width asks for it.
+for _name in ("COLUMNS", "LINES"):
+    os.environ.pop(_name, None)
 
 
 def git_identity(name: str = "Fork Dev", email: str = "dev@fork.invalid",

@@ -26,10 +26,6 @@ def _terminate(signum: int, frame: object) -> None:
 
 def main() -> None:
     signal.signal(signal.SIGTERM, _terminate)
-    # Before anything is printed: much of what patchkit prints is upstream's text.
-    from patchkit.untrusted import guard_streams
-
-    guard_streams()
     try:
         code = _run()
     except PatchkitError as exc:
@@ -59,6 +55,10 @@ def _run() -> int:
     PatchkitError, one line like every other, instead of click's box."""
     testpoint.pause("start")
     with _signals_held():
+        # Before anything is printed: much of what patchkit prints is upstream's text.
+        from patchkit.untrusted import guard_streams
+
+        guard_streams()
         import typer
 
         from patchkit.cli.app import app
