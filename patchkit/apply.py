@@ -580,8 +580,12 @@ class _FileLadder:
         return None
 
     def _scopes_of(self, key: str, lines: list[str]) -> CppScopes:
+        """The parse of one version of the file: the base's pre-image ("pre") and post-image
+        ("post"), upstream's file ("current"), the merge ("merged"). Each starts from the tree of
+        a version it differs from in a few places, where one is parsed already (`CppScopes`)."""
         if key not in self._scopes:
-            self._scopes[key] = CppScopes(lines)
+            like = next((self._scopes[k] for k in _PARSED_FROM[key] if k in self._scopes), None)
+            self._scopes[key] = CppScopes(lines, like and (like, lambda: self.differences(like.lines, lines)))
         return self._scopes[key]
 
     def _merge(self, unresolved: list[Hunk]) -> bytes | None:
@@ -890,6 +894,10 @@ class _FileLadder:
             nearest_line=near[0] + 1 if near else None, nearest=nearest,
             nearest_differs=tuple(i for i, line in enumerate(nearest)
                                   if i >= len(h.old_lines) or line != h.old_lines[i]))
+
+
+# The versions of a file whose parse each version's parse may start from, closest first.
+_PARSED_FROM = {"pre": ("current",), "current": ("pre",), "post": ("pre", "current"), "merged": ("current", "pre")}
 
 
 def _differences(a: list[str], b: list[str]) -> list[tuple[int, int, int, int]]:
