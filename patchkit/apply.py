@@ -215,12 +215,22 @@ def _bytes(lines: list[str] | tuple[str, ...]) -> bytes:
 
 def apply_file(fc: FileChange, current: bytes, bases: BaseSource, fuzz: int,
                history: LineHistory | None = None, own_base: bool = False,
-               ever_had: TextHistory | None = None) -> tuple[list[HunkVerdict], bytes | None]:
+               ever_had: TextHistory | None = None,
+               parsed: dict[str, CppScopes] | None = None) -> tuple[list[HunkVerdict], bytes | None]:
     """Run the ladder for every hunk of one file; the new content, or None if a hunk failed.
     HISTORY is asked where a base with a commit seems to show a function renamed upstream.
     OWN_BASE: CURRENT is known to be the file the patch was made from (`--base`). EVER_HAD is
-    asked whether a section no version at hand names was ever in the file (without it: yes)."""
-    return _FileLadder(fc, current, bases, fuzz, history, own_base, ever_had).run()
+    asked whether a section no version at hand names was ever in the file (without it: yes).
+    PARSED: path -> the last C++ parse of a version of that file, read and updated (the queue's
+    patches change the same files: a parse starts from the one before)."""
+    file_ladder = _FileLadder(fc, current, bases, fuzz, history, own_base, ever_had)
+    if parsed is not None and fc.path in parsed:
+        file_ladder.parsed_before = parsed[fc.path]
+    result = file_ladder.run()
+    last = file_ladder.last_parse()
+    if parsed is not None and last is not None:
+        parsed[fc.path] = last
+    return result
 
 
 class _FileLadder:
@@ -241,6 +251,7 @@ class _FileLadder:
         self._history = history
         self._base: list[Base | None] = []  # fetched once, when first needed
         self._scopes: dict[str, CppScopes] = {}
+        self.parsed_before: CppScopes | None = None  # another version's parse, from an earlier patch
         self._own_scope: dict[int, str | None] = {}
         self._own_start: dict[int, int] = {}  # where the hunk's place is in the base's pre-image
         self.sections = Sections(self.lines)
@@ -342,15 +353,15 @@ class _FileLadder:
         another tool's rule) names no function to hold it to, so the hunk goes where its lines are,
         as git am -3 and GNU patch put it; the parse of its base, where there is one, still
         vetoes."""
-        if not h.section or ladder.occurrences(h.old_lines, self.lines, self.index) != [start] or \
-                self._parse_refuses(h, start):
+        if not h.section or ladder.occurrences(h.old_lines, self.lines, self.index) != [start]:
             return False
         base = self.base()
         texts = [self.current.decode("utf-8", errors="surrogateescape")] + \
             ([base.pre.decode("utf-8", errors="surrogateescape")] if base is not None else [])
         section = h.section.strip()
+        # the costly questions last: the parse, then the file's history
         return not any(section in text for text in texts) and self._ever_had is not None and \
-            "\0" not in section and not self._ever_had(section)
+            "\0" not in section and not self._parse_refuses(h, start) and not self._ever_had(section)
 
     def _fits_as_recorded(self, h: Hunk, start: int, block: tuple[str, ...]) -> bool:
         """Whether BLOCK, found at the recorded line START, is in the hunk's own section: under any
@@ -584,9 +595,15 @@ class _FileLadder:
         ("post"), upstream's file ("current"), the merge ("merged"). Each starts from the tree of
         a version it differs from in a few places, where one is parsed already (`CppScopes`)."""
         if key not in self._scopes:
-            like = next((self._scopes[k] for k in _PARSED_FROM[key] if k in self._scopes), None)
+            like = next((self._scopes[k] for k in _PARSED_FROM[key] if k in self._scopes and self._scopes[k].parsed),
+                        self.parsed_before)
             self._scopes[key] = CppScopes(lines, like and (like, lambda: self.differences(like.lines, lines)))
         return self._scopes[key]
+
+    def last_parse(self) -> CppScopes | None:
+        """The parse of upstream's file, or else of any version, where one was made."""
+        return next((self._scopes[k] for k in ("current", *self._scopes) if k in self._scopes and self._scopes[k].parsed),
+                    None)
 
     def _merge(self, unresolved: list[Hunk]) -> bytes | None:
         """The 3-way merge: it places the hunks the line steps could not, picks among the
@@ -1014,6 +1031,7 @@ class Applier:
         self._bases = mirror.base_commits()
         self._moves: dict[str, str | None] = {}  # a path upstream lacks -> where it moved
         self.renames: dict[str, str] = {}  # old path -> new, for every file a patch followed there
+        self._parsed: dict[str, CppScopes] = {}  # path -> the last C++ parse of it (`apply_file`)
 
     def apply(self, patch: Patch) -> _Applied:
         if patch.malformed:
@@ -1151,7 +1169,8 @@ class Applier:
         else:
             verdicts, content = apply_file(fc, current, bases, self.fuzz,
                                            lambda commit, old, new: self._line_origin(at, commit, old, new),
-                                           self.own_base and at == fc.old_path, lambda text: self._ever_had(at, text))
+                                           self.own_base and at == fc.old_path, lambda text: self._ever_had(at, text),
+                                           self._parsed)
         if at != fc.old_path:
             verdicts = _followed(verdicts, f"followed rename {fc.old_path} → {at}")
         if content is None:

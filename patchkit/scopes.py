@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import itertools
 import re
 from typing import TYPE_CHECKING, Callable, Iterator
 
@@ -223,10 +224,14 @@ class CppScopes:
             node = node.parent
         return "::".join(reversed(names))
 
+    @property
+    def parsed(self) -> bool:
+        return self._tree is not None
+
     def _parsed(self) -> Tree:
         if self._tree is None:
             like, differences = self._like or (None, None)
-            if like is None or like._tree is None or differences is None:
+            if like is None or not like.parsed or differences is None:
                 self._tree = cpp_parser().parse(self._source)  # nothing parsed to start from
             else:
                 old = like._tree.copy()
@@ -240,10 +245,8 @@ def _edit(tree: Tree, old: list[str], new: list[str], differences: list[tuple[in
     """Tell TREE, parsed from OLD, of each line range where NEW differs: from the last one up, so
     that every edit's position is still where OLD has it."""
     def offsets(lines: list[str]) -> list[int]:
-        at = [0]
-        for line in lines:
-            at.append(at[-1] + len(line.encode("utf-8", errors="surrogateescape")))
-        return at
+        return list(itertools.accumulate((len(line) if line.isascii() else len(line.encode(
+            "utf-8", errors="surrogateescape")) for line in lines), initial=0))
 
     was, now = offsets(old), offsets(new)
     for i1, i2, j1, j2 in reversed(differences):
