@@ -24,8 +24,7 @@ from patchkit import binary, git, ladder, testpoint, witnesses
 from patchkit.errors import EnvironmentProblem, PatchkitError
 from patchkit.git import ObjectReader
 from patchkit.queue import FileChange, Hunk, Patch
-from patchkit.scopes import (NOT_CODE, CppScopes, Sections, defined_name, funcname_at, is_cpp, opened_by,
-                             section_texts, written_as)
+from patchkit.scopes import CppScopes, Sections, funcname_at, is_cpp, opened_by, section_texts, written_as
 from patchkit.upstream import Mirror, Revision
 
 
@@ -377,7 +376,7 @@ class _FileLadder:
             if len(ladder.occurrences(block, self.lines, self.index)) < 2 or not is_cpp(self.fc.path):
                 return True
             own = self._own_function(h)
-            return own is None or self._scopes_of("current", self.lines).scope_at(start + _anchor(h)) == own
+            return own is None or self._scopes_of("current", self.lines).scope_at(start + witnesses.anchor(h)) == own
         named = self.sections.named(h.section, start) or opened_by(self.lines, start, h.section)
         if named is None:
             return False  # another function's, or the section's function is gone (a twin slid here)
@@ -394,8 +393,8 @@ class _FileLadder:
         does."""
         base = self.base()
         pre = base.pre_lines if base is not None else []
-        at = _place_in(h, pre) if base is not None else None
-        return at is not None and funcname_at(pre, at + _anchor(h)) != funcname_at(self.lines, start + _anchor(h))
+        at = witnesses.place_in(h, pre) if base is not None else None
+        return at is not None and funcname_at(pre, at + witnesses.anchor(h)) != funcname_at(self.lines, start + witnesses.anchor(h))
 
     def _named_in_base(self, h: Hunk) -> str | None:
         """The whole section line H's section was written for, in the base's pre-image at H's
@@ -404,7 +403,7 @@ class _FileLadder:
         if base is None:
             return None
         pre = base.pre_lines
-        start = _place_in(h, pre)
+        start = witnesses.place_in(h, pre)
         return Sections(pre).named(h.section, start) if start is not None else None
 
     def _whole_section(self, h: Hunk) -> str:
@@ -457,61 +456,14 @@ class _FileLadder:
         own = self._own_function(h)
         if own is None:
             return None
-        there = self._scopes_of("current", self.lines).scope_at(start + _anchor(h))
+        there = self._scopes_of("current", self.lines).scope_at(start + witnesses.anchor(h))
         if there != own:
             return f"`{there or 'file scope'}` (by a C++ parse)", f"the patch's own place is {_own(h, own)}"
         return None
 
     def _moved_whole(self, h: Hunk, start: int) -> bool:
-        """Whether the pre-image found at 0-based START is the hunk's own place because its whole
-        function moved there unchanged (upstream reordered functions, or moved one with its
-        neighbours): in the base's pre-image, the lines from the section line at or above the
-        hunk's first change down to the next section line (less the blank and comment lines that
-        lead into it) occur once, and once in upstream's file, START where the hunk sits in them.
-        The section after `@@` names the line above the hunk, so a hunk that begins at its
-        function's first line names the function before it, wherever that one went. A twin that
-        slid into the place, a same-named variant whose body changed, a split into copies: none
-        keeps the whole function's lines, its name among them; and a name defined twice
-        (same-named variants under #if, methods of two classes, its old signature in one place and
-        a new one in another) says no move."""
         base = self.base()
-        if base is None:
-            return False
-        pre = base.pre_lines
-        starts = ladder.occurrences(h.old_lines, pre, ladder.line_index(pre))
-        if len(starts) != 1:
-            return False
-        first = starts[0] + _anchor(h)
-        last = starts[0] + len(h.old_lines) - h.trailing_context - 1
-        top = self._opening_line(h, pre, starts[0], above=True)
-        end = next((i for i in range(max(first, last) + 1, len(pre)) if section_texts(pre[i])), len(pre))
-        while end - 1 > max(first, last) and (not pre[end - 1].strip() or pre[end - 1].lstrip().startswith(NOT_CODE)):
-            end -= 1
-        name = defined_name(pre[top], self.fc.path) if top is not None else None
-        if name is None or self._definitions(pre, name) != 1 or self._definitions(self.lines, name) != 1:
-            return False  # a same-named variant (#if/#else) or method (another class) is no move
-        block = tuple(pre[top:end])
-        return ladder.occurrences(block, pre, ladder.line_index(pre)) == [top] and \
-            ladder.occurrences(block, self.lines, self.index) == [start - (starts[0] - top)]
-
-    def _opening_line(self, h: Hunk, pre: list[str], start: int, above: bool = False) -> int | None:
-        """The 0-based line of PRE that opens H's function, H's pre-image being at START there: the
-        last line a section rule names from H's first change up through its leading context
-        (ABOVE: on up through the lines above H too), where it defines something (a closing
-        `endfunction()`, `else()`, a string's text are lines the default rule names too) and H's
-        first change is in the block it opens: the line itself where H changes it, not where H
-        only inserts lines before it."""
-        first = start + _anchor(h)
-        at = next((i for i in range(first, -1 if above else start - 1, -1) if section_texts(pre[i])), None)
-        if at is None or defined_name(pre[at], self.fc.path) is None:
-            return None
-        inserts_only = len(h.old_lines) == h.leading_context + h.trailing_context
-        return at if (at == first and not inserts_only) or _opens(pre, at, first) else None
-
-    def _definitions(self, lines: list[str], name: str) -> int:
-        """How many of LINES define NAME (`defined_name`)."""
-        return sum(1 for line in lines if name in line and section_texts(line)
-                   and defined_name(line, self.fc.path) == name)
+        return base is not None and witnesses.moved_whole(h, base.pre_lines, self.lines, self.index, start, self.fc.path)
 
     def _own_function(self, h: Hunk) -> str | None:
         """For C/C++: the scope around the hunk's place in its pre-image, when that is known."""
@@ -520,9 +472,9 @@ class _FileLadder:
             base = self.base() if is_cpp(self.fc.path) else None
             if base is not None:
                 pre = base.pre_lines
-                start = _place_in(h, pre)
+                start = witnesses.place_in(h, pre)
                 if start is not None:
-                    self._own_scope[h.index] = self._scopes_of("pre", pre).scope_at(start + _anchor(h))
+                    self._own_scope[h.index] = self._scopes_of("pre", pre).scope_at(start + witnesses.anchor(h))
                     self._own_start[h.index] = start
         return self._own_scope[h.index]
 
@@ -558,7 +510,7 @@ class _FileLadder:
         0-based START in the base's pre-image PRE, is the one line upstream replaced there. That line
         is the one H's section was written for, or one among H's context above its first change: a
         hunk that begins at its function's first line names the function before it."""
-        at = self._opening_line(h, pre, start)
+        at = witnesses.opening_line(h, pre, start, self.fc.path)
         if at is None:
             named = Sections(pre).named(h.section, start)
             at = next((i for i in range(start - 1, -1, -1) if named in section_texts(pre[i])), None) if named else None
@@ -735,7 +687,7 @@ class _FileLadder:
         at its one place there) is clean and gives what the line steps give: H's own lines went
         where the line steps put it, whatever upstream did to another hunk's lines."""
         pre = base.pre_lines
-        start = _place_in(h, pre)
+        start = witnesses.place_in(h, pre)
         if start is None:
             return False
         post = ladder.splice(pre, [ladder.Place(start, len(h.old_lines), h.new_lines)])
@@ -938,30 +890,6 @@ def _differences(a: list[str], b: list[str]) -> list[tuple[int, int, int, int]]:
 
 def _ordinal(n: int) -> str:
     return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
-
-
-def _place_in(h: Hunk, pre: list[str]) -> int | None:
-    """H's 0-based place in its base's pre-image PRE: at its recorded line, else its one place
-    under its section (a base from the last good run is another upstream commit)."""
-    place = ladder.find_exact(h, pre)
-    if place is not None:
-        return place.start
-    sections = Sections(pre)
-    starts = [s for s in ladder.occurrences(h.old_lines, pre, ladder.line_index(pre))
-              if not h.section or sections.named(h.section, s) is not None]
-    return starts[0] if len(starts) == 1 else None
-
-
-def _opens(lines: list[str], at: int, first: int) -> bool:
-    """Whether 0-based line FIRST is inside the block line AT opens: the first line after AT that
-    is not blank, up to FIRST, is indented deeper."""
-    depth = len(lines[at]) - len(lines[at].lstrip())
-    return next((len(line) - len(line.lstrip()) > depth for line in lines[at + 1:first + 1] if line.strip()), False)
-
-
-def _anchor(h: Hunk) -> int:
-    """The line of the hunk's block that decides which function it is in: its first change."""
-    return max(min(h.leading_context, len(h.old_lines) - 1), 0)
 
 
 def _own(h: Hunk, scope: str) -> str:

@@ -31,3 +31,20 @@ def test_an_adopted_block_stands_beside_the_place_of_a_hunk_that_only_adds_it():
     assert witnesses.adopted_block_at(removes, upstream) is None  # it removes a line: no adoption to tell
     brace = hunk(["    one();\n", "    two();\n"], ["    one();\n", "    }\n", "    two();\n"], 3, 1, 1)
     assert witnesses.adopted_block_at(brace, upstream + ["    }\n"]) is None  # a trivial block proves nothing
+
+
+def test_a_function_moved_whole_keeps_its_place_a_twin_that_slid_in_does_not():
+    f = ["static int f(int x) {\n", "    int y = x;\n", "    y += 2;\n", "    return y;\n", "}\n", "\n"]
+    g = ["static int g(int x) {\n", "    return x;\n", "}\n", "\n"]
+    h = hunk(["    int y = x;\n", "    y += 2;\n", "    return y;\n"],
+             ["    int y = x;\n", "    y += 3;\n", "    return y;\n"], 2, 1, 1)
+    pre = f + g
+    moved = g + f  # upstream put f after g, unchanged
+    index = ladder.line_index(moved)
+    assert witnesses.moved_whole(h, pre, moved, index, 5, "a.c")
+    twin = g + ["static int f2(int x) {\n", *f[1:]]  # f gone, a copy under another name where it was
+    assert not witnesses.moved_whole(h, pre, twin, ladder.line_index(twin), 5, "a.c")
+    changed = g + [f[0], "    int z = 0;\n", *f[1:]]  # f moved and its body changed: not whole
+    assert not witnesses.moved_whole(h, pre, changed, ladder.line_index(changed), 6, "a.c")
+    assert witnesses.opening_line(h, pre, 1, "a.c", above=True) == 0
+    assert witnesses.definitions(moved + ["int f(void);\n"], "f", "a.c") == 1  # a declaration defines nothing
