@@ -293,6 +293,34 @@ class _FileLadder:
             self.places[h.index] = place
 
     def run(self) -> tuple[list[HunkVerdict], bytes | None]:
+        """The placement policy: the witnesses, asked in this order, cheap before costly (the
+        C++ parse, the file's history last); each decides only what is said here.
+
+        Per hunk, the line steps (`_line_steps`):
+          1. recorded line: the pre-image there is placed (clean) where the section names that
+             place (`_fits_as_recorded`: any tool's rule, or the block its line opens), at the
+             patch's own base whatever the section says (`at_own_base`), or where the section is
+             in no version of the file and this is the pre-image's one place (section fate,
+             `_only_place_unnamed`); the post-image there is `already-applied`.
+          2. the whole file: every other place of the pre- or post-image, each judged (`judge`)
+             by its section (a cut that begins several functions' lines says nothing:
+             `_named_uniquely`; a function that moved whole keeps its hunk:
+             `witnesses.moved_whole`), then by the parse of the base (`_parse_refuses`). Two or
+             more candidates are twins: ambiguous, left to the merge; one is placed; none leaves
+             the hunk undecided, the refusals kept for its verdict.
+        Per file, the exact base's 3-way merge (`_merge`, with the index blob or the last good
+          run): it places the undecided hunks unless it conflicts or puts a change where the
+          patch has none (`_moved_apart`, `_merged_elsewhere`; a clean merge with no twin of its
+          lines in base or target is the one candidate: `witnesses.merge_only_candidate`); it
+          picks a twin where the base shows the same twins in the same order (`_pick`); and
+          where it disagrees with a place the line steps moved a hunk to, or conflicts, neither
+          is trusted (`_disagreements`, `_refuse_moved`), unless the hunk's own merge agrees or
+          its function moved whole.
+        Per hunk still undecided, fuzz when asked (`_fuzz_or_fail`): GNU patch's candidates,
+          one where the patch's other hunks' offset points (`witnesses.neighbours_pick`);
+          else a conflict naming the evidence.
+        Per patch (`Applier._told_whole`): a hunk whose block upstream already has beside its
+          place, every other hunk applied, is `already-applied` (`witnesses.adopted_block_at`)."""
         unresolved = [h for h in self.fc.hunks if not self._line_steps(h)]
         merged = self._merge(unresolved)
         if merged is not None:
@@ -586,7 +614,8 @@ class _FileLadder:
         apart = self._moved_apart(merged)
         elsewhere = apart or self._merged_elsewhere(merged)
         note = ""
-        if elsewhere and not apart and self._merge_is_only_candidate(merged, unresolved, base):
+        if elsewhere and not apart and witnesses.merge_only_candidate(
+                unresolved, base.pre_lines, self.lines, self.index, self.differences(self.lines, merged)):
             # the section line above the change is another one now (upstream added a line a
             # section rule takes, or the parse names another scope), while the patch's sections
             # still stand and nothing in base or target could be a twin: git am -3's place
@@ -599,28 +628,6 @@ class _FileLadder:
         for h in unresolved:
             self.found(h, verdict, None, detail=f"3-way merge from {base.label}{note}")
         return result
-
-    def _merge_is_only_candidate(self, merged: list[str], unresolved: list[Hunk], base: Base) -> bool:
-        """Whether the clean merge's place is the only one the hunks could have: each unresolved
-        hunk's pre-image is once in the base and at most once upstream, every line of it still in
-        upstream's file (upstream only added lines among them), its section (if any) too, and the
-        lines on each side of every change the merge made are once upstream and at most once in
-        the base. A function deleted and a copy slid into its place, twins upstream made: each
-        leaves one of these twice, or a line of the pre-image or the section gone."""
-        pre, current = base.pre_lines, self.current.decode("utf-8", errors="surrogateescape")
-        pre_index = ladder.line_index(pre)
-        for h in unresolved:
-            if len(ladder.occurrences(h.old_lines, pre, pre_index)) != 1 or \
-                    len(ladder.occurrences(h.old_lines, self.lines, self.index)) > 1 or \
-                    any(line not in self.index for line in h.old_lines) or \
-                    (h.section and h.section.strip() not in current):
-                return False
-        for i1, i2, j1, j2 in self.differences(self.lines, merged):
-            for side in (tuple(self.lines[max(0, i1 - 3):i1]), tuple(self.lines[i2:i2 + 3])):
-                if side and (len(ladder.occurrences(side, self.lines, self.index)) != 1 or
-                             len(ladder.occurrences(side, pre, pre_index)) > 1):
-                    return False
-        return True
 
     def _pick(self, h: Hunk, merged: list[str], base: Base) -> bool:
         """Place the ambiguous hunk H where the merge changed one of its places, when the base

@@ -121,3 +121,29 @@ def _opens(lines: list[str], at: int, first: int) -> bool:
     is not blank, up to FIRST, is indented deeper."""
     depth = len(lines[at]) - len(lines[at].lstrip())
     return next((len(line) - len(line.lstrip()) > depth for line in lines[at + 1:first + 1] if line.strip()), False)
+
+
+def merge_only_candidate(unresolved: list[Hunk], pre: list[str], lines: list[str], index: dict[str, list[int]],
+                         changes: list[tuple[int, int, int, int]]) -> bool:
+    """Whether a clean 3-way merge's place is the only one the UNRESOLVED hunks could have, their
+    base's pre-image being PRE, upstream's file LINES (INDEX: their `ladder.line_index`) and the
+    merge's CHANGES to LINES its (i1, i2, j1, j2) differences: each hunk's pre-image is once in the
+    base and at most once upstream, every line of it still in upstream's file (upstream only added
+    lines among them), its section (if any) too, and the lines on each side of every change the
+    merge made are once upstream and at most once in the base. A function deleted and a copy slid
+    into its place, twins upstream made: each leaves one of these twice, or a line of the
+    pre-image or the section gone."""
+    text = "".join(lines)
+    pre_index = ladder.line_index(pre)
+    for h in unresolved:
+        if len(ladder.occurrences(h.old_lines, pre, pre_index)) != 1 or \
+                len(ladder.occurrences(h.old_lines, lines, index)) > 1 or \
+                any(line not in index for line in h.old_lines) or \
+                (h.section and h.section.strip() not in text):
+            return False
+    for i1, i2, _, _ in changes:
+        for side in (tuple(lines[max(0, i1 - 3):i1]), tuple(lines[i2:i2 + 3])):
+            if side and (len(ladder.occurrences(side, lines, index)) != 1 or
+                         len(ladder.occurrences(side, pre, pre_index)) > 1):
+                return False
+    return True

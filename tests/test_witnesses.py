@@ -48,3 +48,16 @@ def test_a_function_moved_whole_keeps_its_place_a_twin_that_slid_in_does_not():
     assert not witnesses.moved_whole(h, pre, changed, ladder.line_index(changed), 6, "a.c")
     assert witnesses.opening_line(h, pre, 1, "a.c", above=True) == 0
     assert witnesses.definitions(moved + ["int f(void);\n"], "f", "a.c") == 1  # a declaration defines nothing
+
+
+def test_a_clean_merge_is_the_one_candidate_only_without_twins_in_base_or_upstream():
+    pre = ["int f() {\n", "    a();\n", "    b();\n", "    c();\n", "}\n"]
+    h = Hunk(1, 2, 2, "int f() {", ("    a();\n", "    b();\n", "    c();\n"),
+             ("    a();\n", "    B();\n", "    c();\n"), 1, 1)
+    upstream = ["int f() {\n", "    a();\n", "    added();\n", "    b();\n", "    c();\n", "}\n"]
+    change = [(3, 4, 3, 4)]  # the merge changed b() in upstream's line 4
+    assert witnesses.merge_only_candidate([h], pre, upstream, ladder.line_index(upstream), change)
+    twin = upstream + ["int f() {\n", "    a();\n", "    added();\n", "    b();\n", "    c();\n", "}\n"]
+    assert not witnesses.merge_only_candidate([h], pre, twin, ladder.line_index(twin), change)  # its sides twice
+    gone = ["int g() {\n", *upstream[1:]]
+    assert not witnesses.merge_only_candidate([h], pre, gone, ladder.line_index(gone), change)  # the section gone
