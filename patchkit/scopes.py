@@ -245,8 +245,9 @@ def _edit(tree: Tree, old: list[str], new: list[str], differences: list[tuple[in
     """Tell TREE, parsed from OLD, of each line range where NEW differs: from the last one up, so
     that every edit's position is still where OLD has it."""
     def offsets(lines: list[str]) -> list[int]:
-        return list(itertools.accumulate((len(line) if line.isascii() else len(line.encode(
-            "utf-8", errors="surrogateescape")) for line in lines), initial=0))
+        sizes = map(len, lines) if all(map(str.isascii, lines)) else \
+            (len(line.encode("utf-8", errors="surrogateescape")) for line in lines)
+        return list(itertools.accumulate(sizes, initial=0))
 
     was, now = offsets(old), offsets(new)
     for i1, i2, j1, j2 in reversed(differences):
