@@ -399,7 +399,7 @@ class _FileLadder:
         section, where BLOCK has a twin, the C++ parse of the base decides (upstream's copy of a
         function, added right above it, may sit at the recorded line)."""
         if not h.section:
-            if self._named_elsewhere_in_base(h, start):
+            if (base := self.base()) is not None and witnesses.named_elsewhere_in_base(h, base.pre_lines, self.lines, start):
                 return False  # the function it is in is another one now (a twin slid into its lines)
             if len(ladder.occurrences(block, self.lines, self.index)) < 2 or not is_cpp(self.fc.path):
                 return True
@@ -414,15 +414,6 @@ class _FileLadder:
             return True
         return not any(self.sections.named(h.section, s) not in (None, named)
                        for s in ladder.occurrences(block, self.lines, self.index) if s != start)
-
-    def _named_elsewhere_in_base(self, h: Hunk, start: int) -> bool:
-        """For a hunk without a section: whether git's rule names another function at its place in
-        the base than at 0-based START upstream. A quilt or plain diff hunk names none; its base
-        does."""
-        base = self.base()
-        pre = base.pre_lines if base is not None else []
-        at = witnesses.place_in(h, pre) if base is not None else None
-        return at is not None and funcname_at(pre, at + witnesses.anchor(h)) != funcname_at(self.lines, start + witnesses.anchor(h))
 
     def _named_in_base(self, h: Hunk) -> str | None:
         """The whole section line H's section was written for, in the base's pre-image at H's

@@ -8,7 +8,7 @@ import re
 
 from patchkit import ladder
 from patchkit.queue import Hunk
-from patchkit.scopes import NOT_CODE, Sections, defined_name, section_texts
+from patchkit.scopes import NOT_CODE, Sections, defined_name, funcname_at, section_texts
 
 NEAR, FAR = 3, 20  # lines: a fuzz candidate its neighbours corroborate, and how far every other one must be
 
@@ -59,6 +59,14 @@ def place_in(h: Hunk, pre: list[str]) -> int | None:
     starts = [s for s in ladder.occurrences(h.old_lines, pre, ladder.line_index(pre))
               if not h.section or sections.named(h.section, s) is not None]
     return starts[0] if len(starts) == 1 else None
+
+
+def named_elsewhere_in_base(h: Hunk, pre: list[str], lines: list[str], start: int) -> bool:
+    """For a hunk without a section: whether git's rule names another function at its place in
+    its base's pre-image PRE than at 0-based START of upstream's LINES. A quilt or plain diff
+    hunk names none; its base does."""
+    at = place_in(h, pre)
+    return at is not None and funcname_at(pre, at + anchor(h)) != funcname_at(lines, start + anchor(h))
 
 
 def anchor(h: Hunk) -> int:

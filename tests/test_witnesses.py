@@ -61,3 +61,11 @@ def test_a_clean_merge_is_the_one_candidate_only_without_twins_in_base_or_upstre
     assert not witnesses.merge_only_candidate([h], pre, twin, ladder.line_index(twin), change)  # its sides twice
     gone = ["int g() {\n", *upstream[1:]]
     assert not witnesses.merge_only_candidate([h], pre, gone, ladder.line_index(gone), change)  # the section gone
+
+
+def test_a_hunk_without_a_section_is_named_by_its_base():
+    h = hunk(["    x();\n"], ["    y();\n"], 2, 0, 0)
+    pre = ["void f() {\n", "    x();\n", "}\n"]
+    assert not witnesses.named_elsewhere_in_base(h, pre, ["int a;\n", *pre], 2)
+    slid = ["void g() {\n", "    x();\n", "}\n"]  # f gone, a twin slid into its lines
+    assert witnesses.named_elsewhere_in_base(h, pre, slid, 1)
