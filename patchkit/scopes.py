@@ -201,8 +201,11 @@ class CppScopes:
     The parse dominates a refused-heavy apply (a long file takes a tenth of a second), and the
     ladder parses two or three versions of one file (the base, upstream's, the merge) that differ
     in a few places: given the scopes of another version already parsed (LIKE) and the line
-    differences from it, the parse reuses that tree (tree-sitter's incremental parse, whose tree
-    is the one a fresh parse gives) and only reads again around the edits."""
+    differences from it, the parse reuses that tree (tree-sitter's incremental parse) and only
+    reads again around the edits. Only between trees without a syntax error: where error recovery
+    runs, a reused part may be read otherwise than a fresh parse reads it (on the October tree,
+    `sgemm.cpp` with an unbalanced brace added: 600 lines named otherwise), so there the parse
+    starts from nothing."""
 
     def __init__(self, lines: list[str], like: "tuple[CppScopes, Differences] | None" = None) -> None:
         self.lines = lines
@@ -231,12 +234,14 @@ class CppScopes:
     def _parsed(self) -> Tree:
         if self._tree is None:
             like, differences = self._like or (None, None)
-            if like is None or not like.parsed or differences is None:
-                self._tree = cpp_parser().parse(self._source)  # nothing parsed to start from
-            else:
-                old = like._tree.copy()
+            if like is not None and like.parsed and differences is not None and not like._parsed().root_node.has_error:
+                old = like._parsed().copy()
                 _edit(old, like.lines, self.lines, differences())
                 self._tree = cpp_parser().parse(self._source, old)
+                if self._tree.root_node.has_error:
+                    self._tree = None  # error recovery may read reused parts otherwise than afresh
+            if self._tree is None:
+                self._tree = cpp_parser().parse(self._source)
             self._like = None  # the other version's tree is no longer needed
         return self._tree
 
