@@ -24,8 +24,7 @@ from patchkit import binary, git, ladder, testpoint, witnesses
 from patchkit.errors import EnvironmentProblem, PatchkitError
 from patchkit.git import ObjectReader
 from patchkit.queue import FileChange, Hunk, Patch
-from patchkit.scopes import (NOT_CODE, CppScopes, Sections, defined_name, funcname_at, is_cpp, opened_by,
-                             section_texts, written_as)
+from patchkit.scopes import CppScopes, Sections, funcname_at, is_cpp, opened_by, section_texts, written_as
 from patchkit.upstream import Mirror, Revision
 
 
@@ -215,12 +214,22 @@ def _bytes(lines: list[str] | tuple[str, ...]) -> bytes:
 
 def apply_file(fc: FileChange, current: bytes, bases: BaseSource, fuzz: int,
                history: LineHistory | None = None, own_base: bool = False,
-               ever_had: TextHistory | None = None) -> tuple[list[HunkVerdict], bytes | None]:
+               ever_had: TextHistory | None = None,
+               parsed: dict[str, CppScopes] | None = None) -> tuple[list[HunkVerdict], bytes | None]:
     """Run the ladder for every hunk of one file; the new content, or None if a hunk failed.
     HISTORY is asked where a base with a commit seems to show a function renamed upstream.
     OWN_BASE: CURRENT is known to be the file the patch was made from (`--base`). EVER_HAD is
-    asked whether a section no version at hand names was ever in the file (without it: yes)."""
-    return _FileLadder(fc, current, bases, fuzz, history, own_base, ever_had).run()
+    asked whether a section no version at hand names was ever in the file (without it: yes).
+    PARSED: path -> the last C++ parse of a version of that file, read and updated (the queue's
+    patches change the same files: a parse starts from the one before)."""
+    file_ladder = _FileLadder(fc, current, bases, fuzz, history, own_base, ever_had)
+    if parsed is not None and fc.path in parsed:
+        file_ladder.parsed_before = parsed[fc.path]
+    result = file_ladder.run()
+    last = file_ladder.last_parse()
+    if parsed is not None and last is not None:
+        parsed[fc.path] = last
+    return result
 
 
 class _FileLadder:
@@ -241,6 +250,7 @@ class _FileLadder:
         self._history = history
         self._base: list[Base | None] = []  # fetched once, when first needed
         self._scopes: dict[str, CppScopes] = {}
+        self.parsed_before: CppScopes | None = None  # another version's parse, from an earlier patch
         self._own_scope: dict[int, str | None] = {}
         self._own_start: dict[int, int] = {}  # where the hunk's place is in the base's pre-image
         self.sections = Sections(self.lines)
@@ -283,6 +293,34 @@ class _FileLadder:
             self.places[h.index] = place
 
     def run(self) -> tuple[list[HunkVerdict], bytes | None]:
+        """The placement policy: the witnesses, asked in this order, cheap before costly (the
+        C++ parse, the file's history last); each decides only what is said here.
+
+        Per hunk, the line steps (`_line_steps`):
+          1. recorded line: the pre-image there is placed (clean) where the section names that
+             place (`_fits_as_recorded`: any tool's rule, or the block its line opens), at the
+             patch's own base whatever the section says (`at_own_base`), or where the section is
+             in no version of the file and this is the pre-image's one place (section fate,
+             `_only_place_unnamed`); the post-image there is `already-applied`.
+          2. the whole file: every other place of the pre- or post-image, each judged (`judge`)
+             by its section (a cut that begins several functions' lines says nothing:
+             `_named_uniquely`; a function that moved whole keeps its hunk:
+             `witnesses.moved_whole`), then by the parse of the base (`_parse_refuses`). Two or
+             more candidates are twins: ambiguous, left to the merge; one is placed; none leaves
+             the hunk undecided, the refusals kept for its verdict.
+        Per file, the exact base's 3-way merge (`_merge`, with the index blob or the last good
+          run): it places the undecided hunks unless it conflicts or puts a change where the
+          patch has none (`_moved_apart`, `_merged_elsewhere`; a clean merge with no twin of its
+          lines in base or target is the one candidate: `witnesses.merge_only_candidate`); it
+          picks a twin where the base shows the same twins in the same order (`_pick`); and
+          where it disagrees with a place the line steps moved a hunk to, or conflicts, neither
+          is trusted (`_disagreements`, `_refuse_moved`), unless the hunk's own merge agrees or
+          its function moved whole.
+        Per hunk still undecided, fuzz when asked (`_fuzz_or_fail`): GNU patch's candidates,
+          one where the patch's other hunks' offset points (`witnesses.neighbours_pick`);
+          else a conflict naming the evidence.
+        Per patch (`Applier._told_whole`): a hunk whose block upstream already has beside its
+          place, every other hunk applied, is `already-applied` (`witnesses.adopted_block_at`)."""
         unresolved = [h for h in self.fc.hunks if not self._line_steps(h)]
         merged = self._merge(unresolved)
         if merged is not None:
@@ -342,15 +380,15 @@ class _FileLadder:
         another tool's rule) names no function to hold it to, so the hunk goes where its lines are,
         as git am -3 and GNU patch put it; the parse of its base, where there is one, still
         vetoes."""
-        if not h.section or ladder.occurrences(h.old_lines, self.lines, self.index) != [start] or \
-                self._parse_refuses(h, start):
+        if not h.section or ladder.occurrences(h.old_lines, self.lines, self.index) != [start]:
             return False
         base = self.base()
         texts = [self.current.decode("utf-8", errors="surrogateescape")] + \
             ([base.pre.decode("utf-8", errors="surrogateescape")] if base is not None else [])
         section = h.section.strip()
+        # the costly questions last: the parse, then the file's history
         return not any(section in text for text in texts) and self._ever_had is not None and \
-            "\0" not in section and not self._ever_had(section)
+            "\0" not in section and not self._parse_refuses(h, start) and not self._ever_had(section)
 
     def _fits_as_recorded(self, h: Hunk, start: int, block: tuple[str, ...]) -> bool:
         """Whether BLOCK, found at the recorded line START, is in the hunk's own section: under any
@@ -361,12 +399,12 @@ class _FileLadder:
         section, where BLOCK has a twin, the C++ parse of the base decides (upstream's copy of a
         function, added right above it, may sit at the recorded line)."""
         if not h.section:
-            if self._named_elsewhere_in_base(h, start):
+            if (base := self.base()) is not None and witnesses.named_elsewhere_in_base(h, base.pre_lines, self.lines, start):
                 return False  # the function it is in is another one now (a twin slid into its lines)
             if len(ladder.occurrences(block, self.lines, self.index)) < 2 or not is_cpp(self.fc.path):
                 return True
             own = self._own_function(h)
-            return own is None or self._scopes_of("current", self.lines).scope_at(start + _anchor(h)) == own
+            return own is None or self._scopes_of("current", self.lines).scope_at(start + witnesses.anchor(h)) == own
         named = self.sections.named(h.section, start) or opened_by(self.lines, start, h.section)
         if named is None:
             return False  # another function's, or the section's function is gone (a twin slid here)
@@ -377,15 +415,6 @@ class _FileLadder:
         return not any(self.sections.named(h.section, s) not in (None, named)
                        for s in ladder.occurrences(block, self.lines, self.index) if s != start)
 
-    def _named_elsewhere_in_base(self, h: Hunk, start: int) -> bool:
-        """For a hunk without a section: whether git's rule names another function at its place in
-        the base than at 0-based START upstream. A quilt or plain diff hunk names none; its base
-        does."""
-        base = self.base()
-        pre = base.pre_lines if base is not None else []
-        at = _place_in(h, pre) if base is not None else None
-        return at is not None and funcname_at(pre, at + _anchor(h)) != funcname_at(self.lines, start + _anchor(h))
-
     def _named_in_base(self, h: Hunk) -> str | None:
         """The whole section line H's section was written for, in the base's pre-image at H's
         place there; None without a base or where H's place there is unknown."""
@@ -393,7 +422,7 @@ class _FileLadder:
         if base is None:
             return None
         pre = base.pre_lines
-        start = _place_in(h, pre)
+        start = witnesses.place_in(h, pre)
         return Sections(pre).named(h.section, start) if start is not None else None
 
     def _whole_section(self, h: Hunk) -> str:
@@ -446,61 +475,14 @@ class _FileLadder:
         own = self._own_function(h)
         if own is None:
             return None
-        there = self._scopes_of("current", self.lines).scope_at(start + _anchor(h))
+        there = self._scopes_of("current", self.lines).scope_at(start + witnesses.anchor(h))
         if there != own:
             return f"`{there or 'file scope'}` (by a C++ parse)", f"the patch's own place is {_own(h, own)}"
         return None
 
     def _moved_whole(self, h: Hunk, start: int) -> bool:
-        """Whether the pre-image found at 0-based START is the hunk's own place because its whole
-        function moved there unchanged (upstream reordered functions, or moved one with its
-        neighbours): in the base's pre-image, the lines from the section line at or above the
-        hunk's first change down to the next section line (less the blank and comment lines that
-        lead into it) occur once, and once in upstream's file, START where the hunk sits in them.
-        The section after `@@` names the line above the hunk, so a hunk that begins at its
-        function's first line names the function before it, wherever that one went. A twin that
-        slid into the place, a same-named variant whose body changed, a split into copies: none
-        keeps the whole function's lines, its name among them; and a name defined twice
-        (same-named variants under #if, methods of two classes, its old signature in one place and
-        a new one in another) says no move."""
         base = self.base()
-        if base is None:
-            return False
-        pre = base.pre_lines
-        starts = ladder.occurrences(h.old_lines, pre, ladder.line_index(pre))
-        if len(starts) != 1:
-            return False
-        first = starts[0] + _anchor(h)
-        last = starts[0] + len(h.old_lines) - h.trailing_context - 1
-        top = self._opening_line(h, pre, starts[0], above=True)
-        end = next((i for i in range(max(first, last) + 1, len(pre)) if section_texts(pre[i])), len(pre))
-        while end - 1 > max(first, last) and (not pre[end - 1].strip() or pre[end - 1].lstrip().startswith(NOT_CODE)):
-            end -= 1
-        name = defined_name(pre[top], self.fc.path) if top is not None else None
-        if name is None or self._definitions(pre, name) != 1 or self._definitions(self.lines, name) != 1:
-            return False  # a same-named variant (#if/#else) or method (another class) is no move
-        block = tuple(pre[top:end])
-        return ladder.occurrences(block, pre, ladder.line_index(pre)) == [top] and \
-            ladder.occurrences(block, self.lines, self.index) == [start - (starts[0] - top)]
-
-    def _opening_line(self, h: Hunk, pre: list[str], start: int, above: bool = False) -> int | None:
-        """The 0-based line of PRE that opens H's function, H's pre-image being at START there: the
-        last line a section rule names from H's first change up through its leading context
-        (ABOVE: on up through the lines above H too), where it defines something (a closing
-        `endfunction()`, `else()`, a string's text are lines the default rule names too) and H's
-        first change is in the block it opens: the line itself where H changes it, not where H
-        only inserts lines before it."""
-        first = start + _anchor(h)
-        at = next((i for i in range(first, -1 if above else start - 1, -1) if section_texts(pre[i])), None)
-        if at is None or defined_name(pre[at], self.fc.path) is None:
-            return None
-        inserts_only = len(h.old_lines) == h.leading_context + h.trailing_context
-        return at if (at == first and not inserts_only) or _opens(pre, at, first) else None
-
-    def _definitions(self, lines: list[str], name: str) -> int:
-        """How many of LINES define NAME (`defined_name`)."""
-        return sum(1 for line in lines if name in line and section_texts(line)
-                   and defined_name(line, self.fc.path) == name)
+        return base is not None and witnesses.moved_whole(h, base.pre_lines, self.lines, self.index, start, self.fc.path)
 
     def _own_function(self, h: Hunk) -> str | None:
         """For C/C++: the scope around the hunk's place in its pre-image, when that is known."""
@@ -509,9 +491,9 @@ class _FileLadder:
             base = self.base() if is_cpp(self.fc.path) else None
             if base is not None:
                 pre = base.pre_lines
-                start = _place_in(h, pre)
+                start = witnesses.place_in(h, pre)
                 if start is not None:
-                    self._own_scope[h.index] = self._scopes_of("pre", pre).scope_at(start + _anchor(h))
+                    self._own_scope[h.index] = self._scopes_of("pre", pre).scope_at(start + witnesses.anchor(h))
                     self._own_start[h.index] = start
         return self._own_scope[h.index]
 
@@ -547,7 +529,7 @@ class _FileLadder:
         0-based START in the base's pre-image PRE, is the one line upstream replaced there. That line
         is the one H's section was written for, or one among H's context above its first change: a
         hunk that begins at its function's first line names the function before it."""
-        at = self._opening_line(h, pre, start)
+        at = witnesses.opening_line(h, pre, start, self.fc.path)
         if at is None:
             named = Sections(pre).named(h.section, start)
             at = next((i for i in range(start - 1, -1, -1) if named in section_texts(pre[i])), None) if named else None
@@ -580,9 +562,19 @@ class _FileLadder:
         return None
 
     def _scopes_of(self, key: str, lines: list[str]) -> CppScopes:
+        """The parse of one version of the file: the base's pre-image ("pre") and post-image
+        ("post"), upstream's file ("current"), the merge ("merged"). Each starts from the tree of
+        a version it differs from in a few places, where one is parsed already (`CppScopes`)."""
         if key not in self._scopes:
-            self._scopes[key] = CppScopes(lines)
+            like = next((self._scopes[k] for k in _PARSED_FROM[key] if k in self._scopes and self._scopes[k].parsed),
+                        self.parsed_before)
+            self._scopes[key] = CppScopes(lines, like and (like, lambda: self.differences(like.lines, lines)))
         return self._scopes[key]
+
+    def last_parse(self) -> CppScopes | None:
+        """The parse of upstream's file, or else of any version, where one was made."""
+        return next((self._scopes[k] for k in ("current", *self._scopes) if k in self._scopes and self._scopes[k].parsed),
+                    None)
 
     def _merge(self, unresolved: list[Hunk]) -> bytes | None:
         """The 3-way merge: it places the hunks the line steps could not, picks among the
@@ -613,7 +605,8 @@ class _FileLadder:
         apart = self._moved_apart(merged)
         elsewhere = apart or self._merged_elsewhere(merged)
         note = ""
-        if elsewhere and not apart and self._merge_is_only_candidate(merged, unresolved, base):
+        if elsewhere and not apart and witnesses.merge_only_candidate(
+                unresolved, base.pre_lines, self.lines, self.index, self.differences(self.lines, merged)):
             # the section line above the change is another one now (upstream added a line a
             # section rule takes, or the parse names another scope), while the patch's sections
             # still stand and nothing in base or target could be a twin: git am -3's place
@@ -626,28 +619,6 @@ class _FileLadder:
         for h in unresolved:
             self.found(h, verdict, None, detail=f"3-way merge from {base.label}{note}")
         return result
-
-    def _merge_is_only_candidate(self, merged: list[str], unresolved: list[Hunk], base: Base) -> bool:
-        """Whether the clean merge's place is the only one the hunks could have: each unresolved
-        hunk's pre-image is once in the base and at most once upstream, every line of it still in
-        upstream's file (upstream only added lines among them), its section (if any) too, and the
-        lines on each side of every change the merge made are once upstream and at most once in
-        the base. A function deleted and a copy slid into its place, twins upstream made: each
-        leaves one of these twice, or a line of the pre-image or the section gone."""
-        pre, current = base.pre_lines, self.current.decode("utf-8", errors="surrogateescape")
-        pre_index = ladder.line_index(pre)
-        for h in unresolved:
-            if len(ladder.occurrences(h.old_lines, pre, pre_index)) != 1 or \
-                    len(ladder.occurrences(h.old_lines, self.lines, self.index)) > 1 or \
-                    any(line not in self.index for line in h.old_lines) or \
-                    (h.section and h.section.strip() not in current):
-                return False
-        for i1, i2, j1, j2 in self.differences(self.lines, merged):
-            for side in (tuple(self.lines[max(0, i1 - 3):i1]), tuple(self.lines[i2:i2 + 3])):
-                if side and (len(ladder.occurrences(side, self.lines, self.index)) != 1 or
-                             len(ladder.occurrences(side, pre, pre_index)) > 1):
-                    return False
-        return True
 
     def _pick(self, h: Hunk, merged: list[str], base: Base) -> bool:
         """Place the ambiguous hunk H where the merge changed one of its places, when the base
@@ -714,7 +685,7 @@ class _FileLadder:
         at its one place there) is clean and gives what the line steps give: H's own lines went
         where the line steps put it, whatever upstream did to another hunk's lines."""
         pre = base.pre_lines
-        start = _place_in(h, pre)
+        start = witnesses.place_in(h, pre)
         if start is None:
             return False
         post = ladder.splice(pre, [ladder.Place(start, len(h.old_lines), h.new_lines)])
@@ -892,6 +863,10 @@ class _FileLadder:
                                   if i >= len(h.old_lines) or line != h.old_lines[i]))
 
 
+# The versions of a file whose parse each version's parse may start from, closest first.
+_PARSED_FROM = {"pre": ("current",), "current": ("pre",), "post": ("pre", "current"), "merged": ("current", "pre")}
+
+
 def _differences(a: list[str], b: list[str]) -> list[tuple[int, int, int, int]]:
     """The (i1, i2, j1, j2) ranges where A and B differ. The common head and tail are cut first:
     the merge and the line steps differ in a few places of a long file; where only one side has
@@ -913,30 +888,6 @@ def _differences(a: list[str], b: list[str]) -> list[tuple[int, int, int, int]]:
 
 def _ordinal(n: int) -> str:
     return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
-
-
-def _place_in(h: Hunk, pre: list[str]) -> int | None:
-    """H's 0-based place in its base's pre-image PRE: at its recorded line, else its one place
-    under its section (a base from the last good run is another upstream commit)."""
-    place = ladder.find_exact(h, pre)
-    if place is not None:
-        return place.start
-    sections = Sections(pre)
-    starts = [s for s in ladder.occurrences(h.old_lines, pre, ladder.line_index(pre))
-              if not h.section or sections.named(h.section, s) is not None]
-    return starts[0] if len(starts) == 1 else None
-
-
-def _opens(lines: list[str], at: int, first: int) -> bool:
-    """Whether 0-based line FIRST is inside the block line AT opens: the first line after AT that
-    is not blank, up to FIRST, is indented deeper."""
-    depth = len(lines[at]) - len(lines[at].lstrip())
-    return next((len(line) - len(line.lstrip()) > depth for line in lines[at + 1:first + 1] if line.strip()), False)
-
-
-def _anchor(h: Hunk) -> int:
-    """The line of the hunk's block that decides which function it is in: its first change."""
-    return max(min(h.leading_context, len(h.old_lines) - 1), 0)
 
 
 def _own(h: Hunk, scope: str) -> str:
@@ -1006,6 +957,7 @@ class Applier:
         self._bases = mirror.base_commits()
         self._moves: dict[str, str | None] = {}  # a path upstream lacks -> where it moved
         self.renames: dict[str, str] = {}  # old path -> new, for every file a patch followed there
+        self._parsed: dict[str, CppScopes] = {}  # path -> the last C++ parse of it (`apply_file`)
 
     def apply(self, patch: Patch) -> _Applied:
         if patch.malformed:
@@ -1143,7 +1095,8 @@ class Applier:
         else:
             verdicts, content = apply_file(fc, current, bases, self.fuzz,
                                            lambda commit, old, new: self._line_origin(at, commit, old, new),
-                                           self.own_base and at == fc.old_path, lambda text: self._ever_had(at, text))
+                                           self.own_base and at == fc.old_path, lambda text: self._ever_had(at, text),
+                                           self._parsed)
         if at != fc.old_path:
             verdicts = _followed(verdicts, f"followed rename {fc.old_path} → {at}")
         if content is None:

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import bisect
 import functools
+import itertools
 import re
 from typing import TYPE_CHECKING, Callable, Iterator
 
 if TYPE_CHECKING:
-    from tree_sitter import Node, Parser
+    from tree_sitter import Node, Parser, Tree
 
 # git's default funcname rule, and GNU `diff -p`'s: the nearest line above the hunk that starts
 # with a letter, '_' or '$'. git writes it trimmed and cut at 80 bytes, diff at 40.
@@ -191,22 +192,33 @@ def cpp_parser() -> Parser:
     return Parser(Language(tree_sitter_cpp.language()))
 
 
-class CppScopes:
-    """The named scopes (namespaces, classes, functions) around each line of one C/C++ file."""
+Differences = Callable[[], "list[tuple[int, int, int, int]]"]  # (i1, i2, j1, j2) line ranges, asked lazily
 
-    def __init__(self, lines: list[str]) -> None:
-        self._lines = lines
+
+class CppScopes:
+    """The named scopes (namespaces, classes, functions) around each line of one C/C++ file.
+
+    The parse dominates a refused-heavy apply (a long file takes a tenth of a second), and the
+    ladder parses two or three versions of one file (the base, upstream's, the merge) that differ
+    in a few places: given the scopes of another version already parsed (LIKE) and the line
+    differences from it, the parse reuses that tree (tree-sitter's incremental parse) and only
+    reads again around the edits. Only between trees without a syntax error: where error recovery
+    runs, a reused part may be read otherwise than a fresh parse reads it (on the October tree,
+    `sgemm.cpp` with an unbalanced brace added: 600 lines named otherwise), so there the parse
+    starts from nothing."""
+
+    def __init__(self, lines: list[str], like: "tuple[CppScopes, Differences] | None" = None) -> None:
+        self.lines = lines
         self._source = "".join(lines).encode("utf-8", errors="surrogateescape")
-        self._root: Node | None = None
+        self._like = like
+        self._tree: Tree | None = None
 
     def scope_at(self, line: int) -> str:
         """`ns::S::f` for 0-based LINE ("" at file scope); lambdas and blocks count as their host."""
-        if self._root is None:
-            self._root = cpp_parser().parse(self._source).root_node
-        text = self._lines[line] if 0 <= line < len(self._lines) else ""
+        text = self.lines[line] if 0 <= line < len(self.lines) else ""
         column = len(text.encode("utf-8", errors="surrogateescape")) - len(text.lstrip().encode(
             "utf-8", errors="surrogateescape"))
-        node = self._root.descendant_for_point_range((line, column), (line, column))
+        node = self._parsed().root_node.descendant_for_point_range((line, column), (line, column))
         names = []
         while node is not None:
             name = _scope_name(node)
@@ -214,6 +226,39 @@ class CppScopes:
                 names.append(name)
             node = node.parent
         return "::".join(reversed(names))
+
+    @property
+    def parsed(self) -> bool:
+        return self._tree is not None
+
+    def _parsed(self) -> Tree:
+        if self._tree is None:
+            like, differences = self._like or (None, None)
+            if like is not None and like.parsed and differences is not None and not like._parsed().root_node.has_error:
+                old = like._parsed().copy()
+                _edit(old, like.lines, self.lines, differences())
+                self._tree = cpp_parser().parse(self._source, old)
+                if self._tree.root_node.has_error:
+                    self._tree = None  # error recovery may read reused parts otherwise than afresh
+            if self._tree is None:
+                self._tree = cpp_parser().parse(self._source)
+            self._like = None  # the other version's tree is no longer needed
+        return self._tree
+
+
+def _edit(tree: Tree, old: list[str], new: list[str], differences: list[tuple[int, int, int, int]]) -> None:
+    """Tell TREE, parsed from OLD, of each line range where NEW differs: from the last one up, so
+    that every edit's position is still where OLD has it."""
+    def offsets(lines: list[str]) -> list[int]:
+        sizes = map(len, lines) if all(map(str.isascii, lines)) else \
+            (len(line.encode("utf-8", errors="surrogateescape")) for line in lines)
+        return list(itertools.accumulate(sizes, initial=0))
+
+    was, now = offsets(old), offsets(new)
+    for i1, i2, j1, j2 in reversed(differences):
+        start = was[i1]
+        tree.edit(start_byte=start, old_end_byte=was[i2], new_end_byte=start + now[j2] - now[j1],
+                  start_point=(i1, 0), old_end_point=(i2, 0), new_end_point=(i1 + j2 - j1, 0))
 
 
 def function_declarator(function: Node, kinds: tuple[str, ...] = ("function_declarator",)) -> Node | None:

@@ -8,6 +8,7 @@ import re
 
 from patchkit import ladder
 from patchkit.queue import Hunk
+from patchkit.scopes import NOT_CODE, Sections, defined_name, funcname_at, section_texts
 
 NEAR, FAR = 3, 20  # lines: a fuzz candidate its neighbours corroborate, and how far every other one must be
 
@@ -46,3 +47,111 @@ def adopted_block_at(h: Hunk, lines: list[str]) -> int | None:
     lo, hi = near[0] - len(h.new_lines), near[0] + 2 * len(h.new_lines)
     found = [s for s in ladder.occurrences(added, lines, index) if lo <= s <= hi]
     return found[0] if len(found) == 1 else None
+
+
+def place_in(h: Hunk, pre: list[str]) -> int | None:
+    """H's 0-based place in its base's pre-image PRE: at its recorded line, else its one place
+    under its section (a base from the last good run is another upstream commit)."""
+    place = ladder.find_exact(h, pre)
+    if place is not None:
+        return place.start
+    sections = Sections(pre)
+    starts = [s for s in ladder.occurrences(h.old_lines, pre, ladder.line_index(pre))
+              if not h.section or sections.named(h.section, s) is not None]
+    return starts[0] if len(starts) == 1 else None
+
+
+def named_elsewhere_in_base(h: Hunk, pre: list[str], lines: list[str], start: int) -> bool:
+    """For a hunk without a section: whether git's rule names another function at its place in
+    its base's pre-image PRE than at 0-based START of upstream's LINES. A quilt or plain diff
+    hunk names none; its base does."""
+    at = place_in(h, pre)
+    return at is not None and funcname_at(pre, at + anchor(h)) != funcname_at(lines, start + anchor(h))
+
+
+def anchor(h: Hunk) -> int:
+    """The line of the hunk's block that decides which function it is in: its first change."""
+    return max(min(h.leading_context, len(h.old_lines) - 1), 0)
+
+
+def moved_whole(h: Hunk, pre: list[str], lines: list[str], index: dict[str, list[int]], start: int,
+                path: str) -> bool:
+    """Whether H's pre-image, found at 0-based START of upstream's LINES (INDEX: their
+    `ladder.line_index`), is the hunk's own place because its whole function moved there unchanged
+    (upstream reordered functions, or moved one with its neighbours): in the base's pre-image PRE,
+    the lines from the section line at or above the hunk's first change down to the next section
+    line (less the blank and comment lines that lead into it) occur once, and once in LINES, START
+    where the hunk sits in them. The section after `@@` names the line above the hunk, so a hunk
+    that begins at its function's first line names the function before it, wherever that one went.
+    A twin that slid into the place, a same-named variant whose body changed, a split into copies:
+    none keeps the whole function's lines, its name among them; and a name defined twice
+    (same-named variants under #if, methods of two classes, its old signature in one place and a
+    new one in another) says no move."""
+    starts = ladder.occurrences(h.old_lines, pre, ladder.line_index(pre))
+    if len(starts) != 1:
+        return False
+    first = starts[0] + anchor(h)
+    last = starts[0] + len(h.old_lines) - h.trailing_context - 1
+    top = opening_line(h, pre, starts[0], path, above=True)
+    end = next((i for i in range(max(first, last) + 1, len(pre)) if section_texts(pre[i])), len(pre))
+    while end - 1 > max(first, last) and (not pre[end - 1].strip() or pre[end - 1].lstrip().startswith(NOT_CODE)):
+        end -= 1
+    name = defined_name(pre[top], path) if top is not None else None
+    if name is None or definitions(pre, name, path) != 1 or definitions(lines, name, path) != 1:
+        return False  # a same-named variant (#if/#else) or method (another class) is no move
+    block = tuple(pre[top:end])
+    return ladder.occurrences(block, pre, ladder.line_index(pre)) == [top] and \
+        ladder.occurrences(block, lines, index) == [start - (starts[0] - top)]
+
+
+def opening_line(h: Hunk, pre: list[str], start: int, path: str, above: bool = False) -> int | None:
+    """The 0-based line of PRE (a version of file PATH) that opens H's function, H's pre-image
+    being at START there: the last line a section rule names from H's first change up through its
+    leading context (ABOVE: on up through the lines above H too), where it defines something (a
+    closing `endfunction()`, `else()`, a string's text are lines the default rule names too) and
+    H's first change is in the block it opens: the line itself where H changes it, not where H only
+    inserts lines before it."""
+    first = start + anchor(h)
+    at = next((i for i in range(first, -1 if above else start - 1, -1) if section_texts(pre[i])), None)
+    if at is None or defined_name(pre[at], path) is None:
+        return None
+    inserts_only = len(h.old_lines) == h.leading_context + h.trailing_context
+    return at if (at == first and not inserts_only) or _opens(pre, at, first) else None
+
+
+def definitions(lines: list[str], name: str, path: str) -> int:
+    """How many of LINES (a version of file PATH) define NAME (`defined_name`)."""
+    return sum(1 for line in lines if name in line and section_texts(line) and defined_name(line, path) == name)
+
+
+def _opens(lines: list[str], at: int, first: int) -> bool:
+    """Whether 0-based line FIRST is inside the block line AT opens: the first line after AT that
+    is not blank, up to FIRST, is indented deeper."""
+    depth = len(lines[at]) - len(lines[at].lstrip())
+    return next((len(line) - len(line.lstrip()) > depth for line in lines[at + 1:first + 1] if line.strip()), False)
+
+
+def merge_only_candidate(unresolved: list[Hunk], pre: list[str], lines: list[str], index: dict[str, list[int]],
+                         changes: list[tuple[int, int, int, int]]) -> bool:
+    """Whether a clean 3-way merge's place is the only one the UNRESOLVED hunks could have, their
+    base's pre-image being PRE, upstream's file LINES (INDEX: their `ladder.line_index`) and the
+    merge's CHANGES to LINES its (i1, i2, j1, j2) differences: each hunk's pre-image is once in the
+    base and at most once upstream, every line of it still in upstream's file (upstream only added
+    lines among them), its section (if any) too, and the lines on each side of every change the
+    merge made are once upstream and at most once in the base. A function deleted and a copy slid
+    into its place, twins upstream made: each leaves one of these twice, or a line of the
+    pre-image or the section gone."""
+    text = "".join(lines)
+    pre_index = ladder.line_index(pre)
+    for h in unresolved:
+        if len(ladder.occurrences(h.old_lines, pre, pre_index)) != 1 or \
+                len(ladder.occurrences(h.old_lines, lines, index)) > 1 or \
+                any(line not in index for line in h.old_lines) or \
+                (h.section and h.section.strip() not in text):
+            return False
+    for i1, i2, _, _ in changes:
+        for side in (tuple(lines[max(0, i1 - 3):i1]), tuple(lines[i2:i2 + 3])):
+            if side and (len(ladder.occurrences(side, lines, index)) != 1 or
+                         len(ladder.occurrences(side, pre, pre_index)) > 1):
+                return False
+    return True

@@ -217,3 +217,24 @@ def test_scopes_of_twins_in_two_functions_differ():
     assert (scopes.scope_at(2), scopes.scope_at(5)) == ("s::a", "s::b")
     # git's rule cannot: both twins get the class's line
     assert funcname_at(lines, 2) == funcname_at(lines, 5) == "struct s {"
+
+
+@pytest.mark.parametrize("edit", [
+    lambda ls: ls[:3] + ["namespace extra {\n"] + ls[3:],  # an opener that shifts every scope below
+    lambda ls: [ln.replace("slot_free(", "slot_release(") for ln in ls],  # a rename
+    lambda ls: ls[:10] + ls[20:] + ["// é, a multibyte comment\n"] * 3,  # lines gone, lines added
+    lambda ls: ["// ünïcode above\n"] + ls[:-5] + ["}\n"],  # a closer more, at the end
+])
+def test_a_parse_from_another_versions_tree_names_what_a_fresh_parse_names(edit):
+    """The ladder parses upstream's file starting from its base's tree, told the line
+    differences: every line's scope must be the one a parse from nothing gives."""
+    from patchkit.apply import _differences
+
+    old = CPP.splitlines(keepends=True)
+    new = edit(old)
+    base = CppScopes(old)
+    base.scope_at(0)  # parsed: the next parse starts from its tree
+    edited = CppScopes(new, (base, lambda: _differences(old, new)))
+    fresh = CppScopes(new)
+    assert [edited.scope_at(i) for i in range(len(new))] == [fresh.scope_at(i) for i in range(len(new))]
+    assert [base.scope_at(i) for i in range(len(old))] == [CppScopes(old).scope_at(i) for i in range(len(old))]

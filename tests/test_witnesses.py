@@ -31,3 +31,41 @@ def test_an_adopted_block_stands_beside_the_place_of_a_hunk_that_only_adds_it():
     assert witnesses.adopted_block_at(removes, upstream) is None  # it removes a line: no adoption to tell
     brace = hunk(["    one();\n", "    two();\n"], ["    one();\n", "    }\n", "    two();\n"], 3, 1, 1)
     assert witnesses.adopted_block_at(brace, upstream + ["    }\n"]) is None  # a trivial block proves nothing
+
+
+def test_a_function_moved_whole_keeps_its_place_a_twin_that_slid_in_does_not():
+    f = ["static int f(int x) {\n", "    int y = x;\n", "    y += 2;\n", "    return y;\n", "}\n", "\n"]
+    g = ["static int g(int x) {\n", "    return x;\n", "}\n", "\n"]
+    h = hunk(["    int y = x;\n", "    y += 2;\n", "    return y;\n"],
+             ["    int y = x;\n", "    y += 3;\n", "    return y;\n"], 2, 1, 1)
+    pre = f + g
+    moved = g + f  # upstream put f after g, unchanged
+    index = ladder.line_index(moved)
+    assert witnesses.moved_whole(h, pre, moved, index, 5, "a.c")
+    twin = g + ["static int f2(int x) {\n", *f[1:]]  # f gone, a copy under another name where it was
+    assert not witnesses.moved_whole(h, pre, twin, ladder.line_index(twin), 5, "a.c")
+    changed = g + [f[0], "    int z = 0;\n", *f[1:]]  # f moved and its body changed: not whole
+    assert not witnesses.moved_whole(h, pre, changed, ladder.line_index(changed), 6, "a.c")
+    assert witnesses.opening_line(h, pre, 1, "a.c", above=True) == 0
+    assert witnesses.definitions(moved + ["int f(void);\n"], "f", "a.c") == 1  # a declaration defines nothing
+
+
+def test_a_clean_merge_is_the_one_candidate_only_without_twins_in_base_or_upstream():
+    pre = ["int f() {\n", "    a();\n", "    b();\n", "    c();\n", "}\n"]
+    h = Hunk(1, 2, 2, "int f() {", ("    a();\n", "    b();\n", "    c();\n"),
+             ("    a();\n", "    B();\n", "    c();\n"), 1, 1)
+    upstream = ["int f() {\n", "    a();\n", "    added();\n", "    b();\n", "    c();\n", "}\n"]
+    change = [(3, 4, 3, 4)]  # the merge changed b() in upstream's line 4
+    assert witnesses.merge_only_candidate([h], pre, upstream, ladder.line_index(upstream), change)
+    twin = upstream + ["int f() {\n", "    a();\n", "    added();\n", "    b();\n", "    c();\n", "}\n"]
+    assert not witnesses.merge_only_candidate([h], pre, twin, ladder.line_index(twin), change)  # its sides twice
+    gone = ["int g() {\n", *upstream[1:]]
+    assert not witnesses.merge_only_candidate([h], pre, gone, ladder.line_index(gone), change)  # the section gone
+
+
+def test_a_hunk_without_a_section_is_named_by_its_base():
+    h = hunk(["    x();\n"], ["    y();\n"], 2, 0, 0)
+    pre = ["void f() {\n", "    x();\n", "}\n"]
+    assert not witnesses.named_elsewhere_in_base(h, pre, ["int a;\n", *pre], 2)
+    slid = ["void g() {\n", "    x();\n", "}\n"]  # f gone, a twin slid into its lines
+    assert witnesses.named_elsewhere_in_base(h, pre, slid, 1)
