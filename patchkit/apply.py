@@ -109,6 +109,9 @@ class Base:
     pre: bytes
     post: bytes
     locate: Callable[[], "str | None"] = lambda: None  # finds the commit the pre-image is read from
+    # The tree the patch was made from (`--base`): there its recorded lines are its own. A last good
+    # run's pre-image is not: the patch's lines may be older than the file it was placed in.
+    own: bool = False
 
     @functools.cached_property
     def pre_lines(self) -> list[str]:
@@ -270,14 +273,14 @@ class _FileLadder:
         return self._diffs[key]
 
     def at_own_base(self) -> bool:
-        """Whether the file is the very one the patch was made from: its index blob, the pre-image
-        of its last good run, or the commit the user named with `--base`. There the recorded lines
+        """Whether the file is the very one the patch was made from: its index blob or the commit
+        the user named with `--base`. There the recorded lines
         are the patch's own, whatever a section or a parse says (git am -3 applies it there)."""
         if self._own_base is None:
             blob = self.fc.old_blob
             base = self.base()
             self._own_base = bool(blob and binary.blob_id(self.current).startswith(blob)) or \
-                (base is not None and base.pre == self.current)
+                (base is not None and base.own and base.pre == self.current)
         return bool(self._own_base)
 
     def base(self) -> Base | None:
@@ -1019,7 +1022,8 @@ class Applier:
         for fc in patch.files:
             pre, post = before.get(fc.old_path or ""), applied.changes.get(fc.new_path or fc.old_path or "")
             if pre is not None and post is not None:
-                pairs[fc.old_path or ""] = Base(f"the --base commit {commit[:12]}", pre, post[1], lambda: commit)
+                pairs[fc.old_path or ""] = Base(f"the --base commit {commit[:12]}", pre, post[1], lambda: commit,
+                                                    own=True)
         return pairs
 
     def _told_whole(self, patch: Patch, hunks: list[HunkVerdict]) -> list[HunkVerdict]:

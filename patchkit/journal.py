@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import glob
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -147,8 +148,11 @@ def _clear_leftovers(plan: Plan) -> None:
     the index the plan writes. Their owner is dead, and one journal runs at a time (looplock)."""
     for name in plan.files:
         path = Path(name)
+        # Only mkstemp's names (`.NAME.` and 8 characters): an editor's `.NAME.swp` is the user's.
+        temporary = re.compile(rf"\.{re.escape(path.name)}\.[a-z0-9_]{{8}}")
         for leftover in path.parent.glob(f".{glob.escape(path.name)}.*"):
-            leftover.unlink(missing_ok=True)
+            if temporary.fullmatch(leftover.name):
+                leftover.unlink(missing_ok=True)
     if not (Path(plan.checkout) / ".git").exists():
         return
     git_dir = _git_dir(Path(plan.checkout))

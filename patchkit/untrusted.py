@@ -114,7 +114,8 @@ _ZWSP = "\u200b"  # a zero-width space: breaks a mention or an autolink, shows n
 def md_text(text: str, pulls: str | None = None) -> str:
     """TEXT as inline Markdown text. PULLS: upstream's pull request URL prefix
     (`https://github.com/ORG/REPO/pull/`), where a `#N` in it links; without one, `#N` links nowhere."""
-    text = " ".join(str(text).split())  # one line: a table cell, a list item
+    # One line (a table cell, a list item); NUL is the placeholders' delimiter below.
+    text = " ".join(str(text).replace("\x00", "").split())
     refs: list[str] = []
 
     def reference(m: re.Match[str]) -> str:

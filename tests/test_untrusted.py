@@ -68,3 +68,11 @@ def test_upstreams_text_in_markdown_is_text():
     assert md_code("a ``b`` c") == "```a ``b`` c```"
     block = md_block("```\n@x <b>\n```")
     assert block.startswith("````\n") and block.endswith("\n````\n")
+
+
+def test_upstream_text_with_nul_and_a_closing_fence_stays_text():
+    from patchkit.untrusted import md_block, md_text
+
+    assert md_text("a \x000\x00 b #1") == "a 0 b #\u200b1"
+    block = md_block(" ```\n@someone", "diff")
+    assert block.startswith("````diff\n") and block.endswith("\n````\n")

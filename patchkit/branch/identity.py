@@ -35,7 +35,7 @@ def match_unnoted(checkout: Checkout, commits: list[BranchCommit], recorded: dic
     by_change = _one_to_one(commits, unnoted, free, match, lambda i: ids.get(commits[i].id),
                             lambda name: ids.get(recorded[name]))
     by_subject = _one_to_one(commits, unnoted, free, match, lambda i: commits[i].subject, subjects.get)
-    if not by_change and not by_subject:
+    if not match:
         return commits
     left = [commits[i].short for i in unnoted if i not in match]
     unmatched = [name for name in free if name not in match.values()]
@@ -46,7 +46,7 @@ def match_unnoted(checkout: Checkout, commits: list[BranchCommit], recorded: dic
                             "'Patchkit-Patch: NAME' COMMIT), then record again")
     shown = ", ".join(f"{commits[i].id[:12]} as {name}" for i, name in sorted(match.items()))
     warn(f"the notes saying which patch each commit is were not carried through a rewrite (cherry-pick, "
-         f"notes.rewriteRef unset or GIT_NOTES_REWRITE_REF set?): matched by change and subject, names kept: "
+         f"notes.rewriteRef unset or GIT_NOTES_REWRITE_REF set?): matched by commit, change or subject, names kept: "
          f"{shown}; `git -C {checkout.path} config --add notes.rewriteRef {notes.REF}` carries them")
     return [replace(c, patches=(match[i],)) if i in match else c for i, c in enumerate(commits)]
 

@@ -52,9 +52,11 @@ TOKEN = "${{ secrets.PATCHKIT_TOKEN || github.token }}"
 # A job's own ccache, in its HOME (a container has another HOME than its runner; `~` follows it).
 CCACHE = "~/.cache/ccache"
 CCACHE_MAXSIZE = "500M"  # per backend: a few of them stay inside the repository's 10 GB cache quota
-# A cache is written only by the default branch's runs (which only schedule and dispatch start):
-# any other branch's caches would be restored by nobody, or poison the default branch's.
-_SAVE_CACHE = "github.ref_name == github.event.repository.default_branch && steps.{}.outputs.cache-hit != 'true'"
+# A cache is written only by the default branch's runs: any other branch's caches would be restored
+# by nobody, or poison the default branch's. A scheduled run is the default branch's, and its event
+# carries no `repository` (github.event.repository.default_branch is empty there).
+_SAVE_CACHE = ("(github.event_name == 'schedule' || github.ref_name == github.event.repository.default_branch) "
+               "&& steps.{}.outputs.cache-hit != 'true'")
 WEEK = "${{ steps.week.outputs.week }}"
 _CHECKOUT = {"uses": uses("actions/checkout"), "with": {"persist-credentials": False}}
 BACKEND_RE = re.compile(r"^[a-z0-9][a-z0-9_-]*$")

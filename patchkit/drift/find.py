@@ -68,8 +68,11 @@ def find_drift(mirror: Mirror, patches: Sequence[Patch], results: Sequence[Patch
                 if progress:
                     progress(f"drift {patch.name}")
                 found[patch.name] = _patch_drift(files, mirror, patch, result.commit, before, after)
-    if len(found) < len(patches):
-        found.update(_patched_at_lock(mirror, patches, set(found), before, after, progress))
+    # A good patch with no commit (upstream has it all) adds nothing: only those that do not apply
+    # are read as the queue applies at the lock.
+    good = {patch.name for patch, result in zip(patches, results) if result.good}
+    if len(good) < len(patches):
+        found.update(_patched_at_lock(mirror, patches, good, before, after, progress))
     return tuple(d for patch in patches for d in found.get(patch.name, ()))
 
 

@@ -65,6 +65,7 @@ def drift_line(d) -> str:
 
 
 def render_terminal(report, console) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
     table = Table(title=f"patchkit apply {report.ref}", title_justify="left")
@@ -77,8 +78,9 @@ def render_terminal(report, console) -> None:
     for p in report.patches:
         details = _noteworthy(p)
         if details or p.detail:
-            console.print(f"[bold]{p.name}[/]: [{STYLE[p.verdict]}]{p.verdict.value}[/]"
-                          + (f" — {p.detail}" if p.detail else ""), markup=True)
+            # The detail quotes upstream's and the patch's text: never rich markup.
+            console.print(f"[bold]{escape(p.name)}[/]: [{STYLE[p.verdict]}]{p.verdict.value}[/]"
+                          + (f" — {escape(p.detail)}" if p.detail else ""), markup=True)
             for h in details:
                 for line in hunk_lines(h):
                     console.print(f"  {line}", markup=False)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from patchkit.nightly.refresh import Change
 from patchkit.report import JUnitCase, junit_xml, md_table
 from patchkit.report import apply as render_apply
-from patchkit.untrusted import md_code, md_text
+from patchkit.untrusted import md_block, md_code, md_text
 
 
 def finding_line(f, markdown: bool = False) -> str:
@@ -94,7 +94,8 @@ def to_markdown(report) -> str:
                                                     [[b.backend, b.fault, md_text(b.detail)] for b in report.build_blame]), "\n"]
     if report.refreshed:
         parts += ["## Refresh\n\n", md_table(["patch", "change"], [[f"`{r.name}`", r.change.value] for r in report.refreshed])]
-        parts += [f"\n### {r.name}\n\n```diff\n{r.content_diff.rstrip()}\n```\n" for r in report.refreshed
+        # A fence no line of the diff (upstream's text) can close.
+        parts += [f"\n### {r.name}\n\n{md_block(r.content_diff.rstrip(), 'diff')}\n" for r in report.refreshed
                   if r.content_diff]
         parts.append("\n")
     parts.append(render_apply.to_markdown(report.apply).replace("# patchkit apply", "## patchkit apply", 1))

@@ -88,8 +88,8 @@ def test_generated_workflow_passes_actionlint_and_has_the_structure(tmp_path):
     save = steps["Save the upstream mirror"]
     # Saved by the default branch's runs alone, and only when this week's key is not there yet.
     assert save["uses"] == f"actions/cache/save@{PINS['actions/cache/save'][0]}"
-    assert save["if"] == ("always() && github.ref_name == github.event.repository.default_branch "
-                          "&& steps.mirror.outputs.cache-hit != 'true'")
+    assert save["if"] == ("always() && (github.event_name == 'schedule' || github.ref_name == "
+                          "github.event.repository.default_branch) && steps.mirror.outputs.cache-hit != 'true'")
     assert save["with"] == {"path": ".patchkit/cache/patchkit", "key": mirror["key"]}
     upload = steps["Upload patchkit-nightly"]
     assert upload["uses"] == f"actions/upload-artifact@{PINS['actions/upload-artifact'][0]}" and upload["if"] == "always()"

@@ -204,6 +204,8 @@ class Runner:
         for operand in (o.strip() for o in expression.split("||")):
             if operand == "github.token":
                 found = TOKEN
+            elif operand == "github.event_name":
+                found = "workflow_dispatch"
             elif operand == "github.run_id":
                 found = RUN_ID
             elif operand in ("github.ref_name", "github.event.repository.default_branch"):
@@ -226,12 +228,15 @@ class Runner:
         for term in (t.strip() for t in expression.split("&&")):
             if term in ("always()", "!cancelled()"):
                 continue
-            m = re.fullmatch(r"(.+?)\s*(==|!=)\s*(.+)", term)
-            assert m, f"unknown condition {term!r}"
-            left, right = self.value(m.group(1), steps), self.value(m.group(3), steps)
-            if (left == right) != (m.group(2) == "=="):
+            if not any(self.comparison(t, steps) for t in term.strip("()").split("||")):
                 return False
         return True
+
+    def comparison(self, term: str, steps: dict[str, dict[str, str]]) -> bool:
+        m = re.fullmatch(r"(.+?)\s*(==|!=)\s*(.+)", term.strip())
+        assert m, f"unknown condition {term!r}"
+        left, right = self.value(m.group(1), steps), self.value(m.group(3), steps)
+        return (left == right) == (m.group(2) == "==")
 
 
 def upstream_and_fork(tmp_path: Path, recipes: dict[str, str] | None = None) -> tuple[Path, Path, Path]:

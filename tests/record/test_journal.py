@@ -78,14 +78,16 @@ def test_stopped_at_each_write_abort_undoes_and_the_next_run_finishes(tmp_path, 
 def test_what_a_kill_in_the_middle_of_a_write_leaves_is_cleared(tmp_path, clean):
     project = fork(tmp_path)
     absorb_edits(project)
+    (project.patches_dir / ".one.patch.swp").write_bytes(b"an editor's, not a leftover")
     before = snapshot(project)
     interrupt(project, "absorb", "journal-reset", signal.SIGKILL)
     # as a git reset and an atomic write killed half way leave them
     (project.output_dir / ".git" / "index.lock").write_bytes(b"")
-    (project.patches_dir / ".one.patch.x1y2z3").write_bytes(b"half")
+    (project.patches_dir / ".one.patch.x1y2z3ab").write_bytes(b"half")
     run(project, "absorb", "--abort")
     assert snapshot(project) == before
     interrupt(project, "absorb", "journal-reset", signal.SIGKILL)
     (project.output_dir / ".git" / "index.lock").write_bytes(b"")
     run(project, "absorb")
+    (project.patches_dir / ".one.patch.swp").unlink()  # kept through both: the user's own
     assert written(project) == clean["absorb"]
