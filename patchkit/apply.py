@@ -465,9 +465,12 @@ class _FileLadder:
 
     def judge(self, h: Hunk, start: int) -> tuple[str, str] | None:
         """Where a candidate place is, and why it is not the hunk's own, if it is not. A hunk without
-        a section (quilt's and plain diff's) is judged by the parse alone, where its base has one."""
-        if h.section and self.sections.named(self._whole_section(h), start) is None \
-                and not self._moved_whole(h, start):
+        a section (quilt's and plain diff's) is judged by the parse alone, where its base has one.
+        A hunk whose whole function moved here unchanged is at home: no section or parse can say
+        otherwise, so that cheap witness is asked first (the parse dominates a far rebase)."""
+        if self._moved_whole(h, start):
+            return None
+        if h.section and self.sections.named(self._whole_section(h), start) is None:
             here = funcname_at(self.lines, start)
             return f"`{here or 'the top of the file'}`", f"the patch names `{h.section}`"
         return self._parse_refuses(h, start)

@@ -6,7 +6,8 @@ not uncommitted changes, not files git does not track, not commits; and commits 
 with `--force`.
 
 An interrupted run must not leave a tree that the next run cannot take: a new repository is
-cloned aside and renamed into place, and every write into an existing one happens between
+cloned aside (`NewClone`, while the queue is applied) and renamed into place, and every write into
+an existing one happens between
 writing and removing a marker (`.git/PATCHKIT_CHECKOUT`, holding the tip being checked out). A
 marker found on the next run means git may have been stopped half way, leaving lock files and
 half-written files that are patchkit's own to clean up.
@@ -14,10 +15,12 @@ half-written files that are patchkit's own to clean up.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Callable, ContextManager, Mapping
 
 from patchkit import git, notes, refs, testpoint
 from patchkit.errors import PatchkitError
@@ -81,15 +84,64 @@ def check_output(output: Path, project_root: Path, force: bool) -> Output:
     return Output(output, force)
 
 
+class NewClone:
+    """A new output repository, cloned aside and checked out at upstream's commit by a thread while
+    the queue is applied: writing llama.cpp's files takes about as long as placing the queue, and
+    the patched branch then rewrites only the files the queue changes. `check_out` renames it into
+    place; a block that ends in an error removes it (it never was the user's)."""
+
+    def __init__(self, path: Path, mirror: Mirror, commit: str) -> None:
+        remove_aside(path)  # what an earlier run killed here left
+        self._stack = contextlib.ExitStack()
+        self.staging = self._stack.enter_context(atomic_folder(path))  # onto a missing or empty folder
+        self._failed: BaseException | None = None
+        self._thread = threading.Thread(target=self._clone, args=(mirror, commit), daemon=True)
+        self._thread.start()
+
+    def _clone(self, mirror: Mirror, commit: str) -> None:
+        try:
+            # --local hardlinks the mirror's objects: seconds instead of minutes for llama.cpp.
+            git.run(["clone", "--quiet", "--local", "--no-checkout", "--", str(mirror.path), str(self.staging)])
+            # origin is where the objects came from (an --upstream override too): a `git fetch` there works.
+            git.run(["remote", "set-url", "origin", mirror.fetch_url], cwd=self.staging)
+            git.run(["checkout", "--quiet", "--detach", commit], cwd=self.staging)
+        except BaseException as exc:  # raised in the caller's thread by `put_in_place`
+            self._failed = exc
+
+    def put_in_place(self) -> None:
+        """Wait for the clone, then rename it into place."""
+        self._thread.join()
+        if self._failed is not None:
+            raise self._failed
+        testpoint.pause("clone")
+        self._stack.close()
+
+    def __enter__(self) -> NewClone:
+        return self
+
+    def __exit__(self, *exc: object) -> bool | None:
+        self._thread.join()  # a git still writing into the folder the error removes would race it
+        return self._stack.__exit__(*exc)
+
+
+def cloning(output: Output, mirror: Mirror, commit: str) -> ContextManager[NewClone | None]:
+    """For a new output folder, its `NewClone` at upstream's COMMIT, begun now; else nothing."""
+    return contextlib.nullcontext() if (output.path / ".git").exists() else NewClone(output.path, mirror, commit)
+
+
 def check_out(output: Output, mirror: Mirror, revision: Revision, result_ref: str, tip: str,
-                warn: Callable[[str], None], patches: Mapping[str, str] = {}) -> None:
+              warn: Callable[[str], None], patches: Mapping[str, str] = {}, clone: NewClone | None = None) -> None:
     """Check the result out as branch `revision.branch_name` in the output repository, each
-    commit of PATCHES (commit id -> patch name) noted as that patch (`patchkit.notes`)."""
+    commit of PATCHES (commit id -> patch name) noted as that patch (`patchkit.notes`). A new
+    output is CLONE, begun by `cloning` (begun here without one)."""
     path, branch = output.path, revision.branch_name
     _validate_branch(branch)
     if not (path / ".git").exists():
-        _clone(path, mirror, tip)
+        with clone or NewClone(path, mirror, revision.commit) as new:
+            new.put_in_place()
         git_dir = _git_dir(path)
+        # Until the checkout of the tip ends, the clone's files are patchkit's half-done work.
+        atomic_write(git_dir / _MARKER, f"{tip}\n".encode())
     else:
         git_dir = _git_dir(path)
         unsaved = _unsaved_commits(path, branch)
@@ -120,21 +172,6 @@ def check_out(output: Output, mirror: Mirror, revision: Revision, result_ref: st
     notes.configure(path)
     notes.write(path, {commit: [name] for commit, name in patches.items()})
     (git_dir / _MARKER).unlink()
-
-
-def _clone(path: Path, mirror: Mirror, tip: str) -> None:
-    """A new output repository, cloned aside and renamed into place: an interrupted clone never
-    leaves a half repository where the output goes. What an earlier run killed there left beside
-    it is removed first."""
-    remove_aside(path)
-    with atomic_folder(path) as staging:  # onto a missing or empty folder (check_output saw to that)
-        # --local hardlinks the mirror's objects: seconds instead of minutes for llama.cpp.
-        git.run(["clone", "--quiet", "--local", "--no-checkout", "--", str(mirror.path), str(staging)])
-        # origin is where the objects came from (an --upstream override too): a `git fetch` there works.
-        git.run(["remote", "set-url", "origin", mirror.fetch_url], cwd=staging)
-        # Until the first checkout ends, the clone's empty work tree is patchkit's half-done work.
-        atomic_write(staging / ".git" / _MARKER, f"{tip}\n".encode())
-        testpoint.pause("clone")
 
 
 def _unsaved_commits(path: Path, branch: str) -> dict[str, list[str]]:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
 from patchkit import __version__, git, refs, testpoint
 from patchkit.apply import AppliedQueue, PatchResult, Verdict, apply_queue
 from patchkit.hooks import Hooks, collect_warnings
-from patchkit.output import check_out, check_output
+from patchkit.output import check_out, check_output, cloning
 from patchkit.plain import plain
 from patchkit.project import Lock, Project
 from patchkit.queue import Patch, Queue
@@ -128,11 +128,12 @@ def run_apply(project: Project, options: ApplyOptions, hooks: Hooks = Hooks(), *
         if (options.update_lock or guard_pin) and not options.allow_rewind:
             mirror.guard_pin(revision.commit)
         result_ref = refs.result(project.key, revision.branch_name)
-        with applied_at(project, mirror, revision, queue.patches, options.fuzz, options.check,
-                        base) as (applied, report):
-            applied.record(result_ref)
-        check_out(output, mirror, revision, result_ref, report.tip, warn,
-                  {p.commit: p.name for p in report.patches if p.commit})
+        with cloning(output, mirror, revision.commit) as clone:  # a new output's files written meanwhile
+            with applied_at(project, mirror, revision, queue.patches, options.fuzz, options.check,
+                            base) as (applied, report):
+                applied.record(result_ref)
+            check_out(output, mirror, revision, result_ref, report.tip, warn,
+                      {p.commit: p.name for p in report.patches if p.commit}, clone)
         for warning in report.warnings:  # the apply's own (fuzz), said after the checkout's
             warn(warning)
         report = replace(report, output=output.path)
