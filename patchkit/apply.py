@@ -24,7 +24,7 @@ from patchkit import binary, git, ladder, testpoint, witnesses
 from patchkit.errors import EnvironmentProblem, PatchkitError
 from patchkit.git import ObjectReader
 from patchkit.queue import FileChange, Hunk, Patch
-from patchkit.scopes import CppScopes, Sections, funcname_at, is_cpp, opened_by, section_texts, written_as
+from patchkit.scopes import CppScopes, ScopeMemo, Sections, funcname_at, is_cpp, opened_by, section_texts, written_as
 from patchkit.upstream import Mirror, Revision
 
 
@@ -218,14 +218,17 @@ def _bytes(lines: list[str] | tuple[str, ...]) -> bytes:
 def apply_file(fc: FileChange, current: bytes, bases: BaseSource, fuzz: int,
                history: LineHistory | None = None, own_base: bool = False,
                ever_had: TextHistory | None = None,
-               parsed: dict[str, CppScopes] | None = None) -> tuple[list[HunkVerdict], bytes | None]:
+               parsed: dict[str, CppScopes] | None = None,
+               memo: ScopeMemo | None = None) -> tuple[list[HunkVerdict], bytes | None]:
     """Run the ladder for every hunk of one file; the new content, or None if a hunk failed.
     HISTORY is asked where a base with a commit seems to show a function renamed upstream.
     OWN_BASE: CURRENT is known to be the file the patch was made from (`--base`). EVER_HAD is
     asked whether a section no version at hand names was ever in the file (without it: yes).
     PARSED: path -> the last C++ parse of a version of that file, read and updated (the queue's
-    patches change the same files: a parse starts from the one before)."""
+    patches change the same files: a parse starts from the one before). MEMO: earlier runs'
+    answers of the parse, by file content."""
     file_ladder = _FileLadder(fc, current, bases, fuzz, history, own_base, ever_had)
+    file_ladder.memo = memo
     if parsed is not None and fc.path in parsed:
         file_ladder.parsed_before = parsed[fc.path]
     result = file_ladder.run()
@@ -254,6 +257,7 @@ class _FileLadder:
         self._base: list[Base | None] = []  # fetched once, when first needed
         self._scopes: dict[str, CppScopes] = {}
         self.parsed_before: CppScopes | None = None  # another version's parse, from an earlier patch
+        self.memo: ScopeMemo | None = None  # earlier runs' answers of the parse
         self._own_scope: dict[int, str | None] = {}
         self._own_start: dict[int, int] = {}  # where the hunk's place is in the base's pre-image
         self.sections = Sections(self.lines)
@@ -574,7 +578,7 @@ class _FileLadder:
         if key not in self._scopes:
             like = next((self._scopes[k] for k in _PARSED_FROM[key] if k in self._scopes and self._scopes[k].parsed),
                         self.parsed_before)
-            self._scopes[key] = CppScopes(lines, like and (like, lambda: self.differences(like.lines, lines)))
+            self._scopes[key] = CppScopes(lines, like and (like, lambda: self.differences(like.lines, lines)), self.memo)
         return self._scopes[key]
 
     def last_parse(self) -> CppScopes | None:
@@ -947,8 +951,9 @@ class Applier:
     """Applies a queue on one upstream commit, patch by patch, in memory."""
 
     def __init__(self, mirror: Mirror, revision: Revision, reader: ObjectReader, fuzz: int = 0,
-                 base: Revision | None = None) -> None:
+                 base: Revision | None = None, memo: ScopeMemo | None = None) -> None:
         self.mirror = mirror
+        self.memo = memo
         self.revision = revision
         self.reader = reader
         self.fuzz = fuzz
@@ -1103,7 +1108,7 @@ class Applier:
             verdicts, content = apply_file(fc, current, bases, self.fuzz,
                                            lambda commit, old, new: self._line_origin(at, commit, old, new),
                                            self.own_base and at == fc.old_path, lambda text: self._ever_had(at, text),
-                                           self._parsed)
+                                           self._parsed, self.memo)
         if at != fc.old_path:
             verdicts = _followed(verdicts, f"followed rename {fc.old_path} → {at}")
         if content is None:
@@ -1375,9 +1380,11 @@ def apply_queue(mirror: Mirror, revision: Revision, patches: Sequence[Patch], fu
     repository that borrows the mirror's objects (`objects/info/alternates`), so that a run that
     only reads the result (verify, export, dist, import's trial) leaves no object or ref behind.
     BASE: the commit the queue was made from, where the user says so (`--base`)."""
+    memo = ScopeMemo(mirror.path.with_name(f"{mirror.path.name}.scopes.json"))  # beside the mirror, under its lock
     with mirror.reader() as reader:
-        applier = Applier(mirror, revision, reader, fuzz, base)
+        applier = Applier(mirror, revision, reader, fuzz, base, memo)
         applied = [applier.apply(patch) for patch in patches]
+    memo.save()
     committed = [a for a in applied if a.changes]
     with tempfile.TemporaryDirectory(prefix="patchkit-applied-") as tmp:
         repo = Path(tmp) / "applied.git"

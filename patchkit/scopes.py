@@ -12,10 +12,16 @@ names the enclosing function itself.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import functools
+import hashlib
 import itertools
+import json
 import re
+from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
+
+from patchkit.fileio import atomic_write
 
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser, Tree
@@ -195,6 +201,39 @@ def cpp_parser() -> Parser:
 Differences = Callable[[], "list[tuple[int, int, int, int]]"]  # (i1, i2, j1, j2) line ranges, asked lazily
 
 
+class ScopeMemo:
+    """What earlier parses answered, by file content: a file's sha256 -> {0-based line: scope}.
+
+    A rerun at the same commits (the maintainer's next apply, a benchmark's next run) asks the
+    same lines of the same files, and a nightly asks yesterday's bases again: those answers are
+    read, not parsed. The answers a run used are kept in one JSON file for the next run (those
+    it did not use are dropped, so the file stays the size of one run's questions); a file that
+    cannot be read or written is no cache, never an error."""
+
+    def __init__(self, path: Path | None) -> None:
+        self._path = path
+        self._earlier: dict[str, dict[str, str]] = {}
+        if path is not None:
+            with contextlib.suppress(OSError, ValueError):
+                loaded = json.loads(path.read_bytes())
+                if isinstance(loaded, dict):
+                    self._earlier = loaded
+        self._used: dict[str, dict[str, str]] = {}
+
+    def answers(self, source: bytes) -> dict[str, str]:
+        """The answers for file content SOURCE (line as text -> scope), for the caller to add to."""
+        digest = hashlib.sha256(source).hexdigest()
+        if digest not in self._used:
+            earlier = self._earlier.get(digest)
+            self._used[digest] = dict(earlier) if isinstance(earlier, dict) else {}
+        return self._used[digest]
+
+    def save(self) -> None:
+        if self._path is not None and self._used != self._earlier:
+            with contextlib.suppress(OSError):
+                atomic_write(self._path, json.dumps(self._used, sort_keys=True).encode())
+
+
 class CppScopes:
     """The named scopes (namespaces, classes, functions) around each line of one C/C++ file.
 
@@ -207,14 +246,27 @@ class CppScopes:
     `sgemm.cpp` with an unbalanced brace added: 600 lines named otherwise), so there the parse
     starts from nothing."""
 
-    def __init__(self, lines: list[str], like: "tuple[CppScopes, Differences] | None" = None) -> None:
+    def __init__(self, lines: list[str], like: "tuple[CppScopes, Differences] | None" = None,
+                 memo: ScopeMemo | None = None) -> None:
         self.lines = lines
         self._source = "".join(lines).encode("utf-8", errors="surrogateescape")
         self._like = like
         self._tree: Tree | None = None
+        self._memo = memo
+        self._answers: dict[str, str] | None = None  # from MEMO, read when first asked
 
     def scope_at(self, line: int) -> str:
         """`ns::S::f` for 0-based LINE ("" at file scope); lambdas and blocks count as their host."""
+        if self._memo is None:
+            return self._scope_at(line)
+        if self._answers is None:
+            self._answers = self._memo.answers(self._source)
+        key = str(line)
+        if key not in self._answers:
+            self._answers[key] = self._scope_at(line)
+        return self._answers[key]
+
+    def _scope_at(self, line: int) -> str:
         text = self.lines[line] if 0 <= line < len(self.lines) else ""
         column = len(text.encode("utf-8", errors="surrogateescape")) - len(text.lstrip().encode(
             "utf-8", errors="surrogateescape"))

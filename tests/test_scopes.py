@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from pathlib import Path
@@ -11,7 +12,7 @@ import pytest
 from conftest import git_identity
 
 from patchkit.git import git_env
-from patchkit.scopes import CppScopes, Sections, funcname_at, is_cpp, starts_function, written_as
+from patchkit.scopes import CppScopes, ScopeMemo, Sections, funcname_at, is_cpp, starts_function, written_as
 
 
 def git(repo: Path, *args: str) -> str:
@@ -238,3 +239,58 @@ def test_a_parse_from_another_versions_tree_names_what_a_fresh_parse_names(edit)
     fresh = CppScopes(new)
     assert [edited.scope_at(i) for i in range(len(new))] == [fresh.scope_at(i) for i in range(len(new))]
     assert [base.scope_at(i) for i in range(len(old))] == [CppScopes(old).scope_at(i) for i in range(len(old))]
+
+
+MEMO_SOURCE = ["namespace ns {\n", "struct S {\n", "    int f() {\n", "        return 1;\n", "    }\n",
+               "};\n", "}\n", "static int g(void) {\n", "    return 2;\n", "}\n"]
+
+
+def test_a_memo_answers_a_rerun_without_a_parse_and_as_the_parse_did(tmp_path):
+    path = tmp_path / "scopes.json"
+    first = ScopeMemo(path)
+    parsed = CppScopes(MEMO_SOURCE, memo=first)
+    asked = {line: parsed.scope_at(line) for line in (3, 8)}
+    assert asked == {3: "ns::S::f", 8: "g"} and parsed.parsed
+    first.save()
+
+    again = CppScopes(list(MEMO_SOURCE), memo=ScopeMemo(path))
+    assert {line: again.scope_at(line) for line in (3, 8)} == asked
+    assert not again.parsed  # read from the memo
+    assert again.scope_at(0) == "ns" and again.parsed  # a line never asked is parsed
+
+
+def test_a_memo_answers_only_for_the_same_content(tmp_path):
+    path = tmp_path / "scopes.json"
+    memo = ScopeMemo(path)
+    CppScopes(MEMO_SOURCE, memo=memo).scope_at(8)
+    memo.save()
+    edited = MEMO_SOURCE[:7] + ["static int h(void) {\n"] + MEMO_SOURCE[8:]
+    other = CppScopes(edited, memo=ScopeMemo(path))
+    assert other.scope_at(8) == "h" and other.parsed
+
+
+def test_a_memo_keeps_what_the_last_run_used(tmp_path):
+    path = tmp_path / "scopes.json"
+    memo = ScopeMemo(path)
+    CppScopes(MEMO_SOURCE, memo=memo).scope_at(8)
+    memo.save()
+    edited = MEMO_SOURCE[:7] + ["static int h(void) {\n"] + MEMO_SOURCE[8:]
+    memo = ScopeMemo(path)
+    CppScopes(edited, memo=memo).scope_at(8)
+    memo.save()
+    assert len(json.loads(path.read_text())) == 1  # the first content's answers were not used: dropped
+
+
+@pytest.mark.parametrize("content", [b"{not json", b"[1, 2]", b'{"x": [1]}'])
+def test_a_memo_file_that_cannot_be_read_is_no_cache(tmp_path, content):
+    path = tmp_path / "scopes.json"
+    path.write_bytes(content)
+    scopes = CppScopes(MEMO_SOURCE, memo=ScopeMemo(path))
+    assert scopes.scope_at(8) == "g"
+
+
+def test_a_memo_that_cannot_be_written_is_no_error(tmp_path):
+    (tmp_path / "a-file").write_text("")
+    memo = ScopeMemo(tmp_path / "a-file" / "scopes.json")  # its folder is a file: nothing can be written
+    assert CppScopes(MEMO_SOURCE, memo=memo).scope_at(8) == "g"
+    memo.save()
