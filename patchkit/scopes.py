@@ -21,6 +21,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
+from patchkit.errors import PatchkitError
 from patchkit.fileio import atomic_write
 
 if TYPE_CHECKING:
@@ -230,7 +231,7 @@ class ScopeMemo:
 
     def save(self) -> None:
         if self._path is not None and self._used != self._earlier:
-            with contextlib.suppress(OSError):
+            with contextlib.suppress(OSError, PatchkitError):
                 atomic_write(self._path, json.dumps(self._used, sort_keys=True).encode())
 
 
