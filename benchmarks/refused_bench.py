@@ -11,7 +11,10 @@ merge), one its first hunk's lines copied to the end of the file (a twin). Each 
 which goes first. Prints the medians, patchkit's ratio to git and the median of each run's own
 ratio (steadier on a shared machine).
 
-Usage: python benchmarks/refused_bench.py [TREE] [--patches N] [--runs N]
+patchkit keeps its C++ parses' answers beside the mirror (`ScopeMemo`), so its runs after the
+first parse nothing; --cold deletes them before each run (a nightly's first apply at a new commit).
+
+Usage: python benchmarks/refused_bench.py [TREE] [--patches N] [--runs N] [--cold]
 """
 
 from __future__ import annotations
@@ -119,6 +122,7 @@ def main() -> None:
                         default=Path(os.environ.get("PATCHKIT_LLAMA_CPP", "/tmp/oct/llama.cpp")))
     parser.add_argument("--patches", type=int, default=30)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--cold", action="store_true", help="no parse answers kept from an earlier run")
     args = parser.parse_args()
     if not (args.tree / ".git").exists():
         sys.exit(f"refused_bench: {args.tree} is not a git checkout of llama.cpp; give its path (or set PATCHKIT_LLAMA_CPP)")
@@ -136,7 +140,8 @@ def main() -> None:
         subprocess.run(patchkit(root / "warm"), cwd=fork, env=GIT_ENV, capture_output=True, check=False)  # the mirror
         verdicts = [p["verdict"] for p in json.loads(report.read_text())["patches"]] if report.is_file() else []
         print(f"refused-heavy: {len(paths)} patches on {args.tree} at its HEAD, applied 20 commits later "
-              f"({lost} with a rewritten line); median of {args.runs} (wall time, warm mirror, fresh directories)")
+              f"({lost} with a rewritten line); median of {args.runs} (wall time, warm mirror, fresh directories, "
+              f"{'no' if args.cold else 'the last run’s'} parse answers)")
         times: dict[str, list[float]] = {"patchkit": [], "git": []}
         refused_am = 0
         for r in range(args.runs):
@@ -144,6 +149,8 @@ def main() -> None:
                 out = root / f"{tool}-{r}"
                 start = time.perf_counter()
                 if tool == "patchkit":
+                    for memo in (root / "cache").rglob("*.scopes.json") if args.cold else ():
+                        memo.unlink()
                     subprocess.run(patchkit(out), cwd=fork, env=GIT_ENV, capture_output=True, check=False)
                 else:
                     git(["worktree", "add", "--quiet", "--detach", str(out), FAR], repo)
