@@ -259,24 +259,15 @@ def test_a_memo_answers_a_rerun_without_a_parse_and_as_the_parse_did(tmp_path):
     assert again.scope_at(0) == "ns" and again.parsed  # a line never asked is parsed
 
 
-def test_a_memo_answers_only_for_the_same_content(tmp_path):
+def test_a_memo_answers_only_for_the_same_content_and_keeps_what_the_last_run_used(tmp_path):
     path = tmp_path / "scopes.json"
     memo = ScopeMemo(path)
     CppScopes(MEMO_SOURCE, memo=memo).scope_at(8)
     memo.save()
     edited = MEMO_SOURCE[:7] + ["static int h(void) {\n"] + MEMO_SOURCE[8:]
-    other = CppScopes(edited, memo=ScopeMemo(path))
+    memo = ScopeMemo(path)
+    other = CppScopes(edited, memo=memo)
     assert other.scope_at(8) == "h" and other.parsed
-
-
-def test_a_memo_keeps_what_the_last_run_used(tmp_path):
-    path = tmp_path / "scopes.json"
-    memo = ScopeMemo(path)
-    CppScopes(MEMO_SOURCE, memo=memo).scope_at(8)
-    memo.save()
-    edited = MEMO_SOURCE[:7] + ["static int h(void) {\n"] + MEMO_SOURCE[8:]
-    memo = ScopeMemo(path)
-    CppScopes(edited, memo=memo).scope_at(8)
     memo.save()
     assert len(json.loads(path.read_text())) == 1  # the first content's answers were not used: dropped
 
