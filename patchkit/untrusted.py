@@ -10,7 +10,8 @@
 - `md_text`, `md_code`, `md_block`: upstream's text in Markdown (step summary, report.md, issues,
   the pull request) shown as text: no HTML (so no `<!-- patchkit:... -->` marker of ours either),
   no `@mention` (which notifies under the token owner's name), no autolink, and `#N` linked to
-  upstream's pull request rather than the fork's own issue N.
+  upstream's pull request rather than the fork's own issue N. Every other issue reference
+  (`org/repo#N`, `GH-N`) is broken: GitHub would link it and mark the issue it names as mentioned.
 """
 
 from __future__ import annotations
@@ -124,9 +125,12 @@ def guard_streams(environ: Mapping[str, str] = os.environ) -> None:
 
 # What makes inline Markdown of text (emphasis, code, links, strikethrough); `|` is md_table's.
 _ESCAPED = re.compile(r"([\\`*_\[\]~])")
-_BLOCK_START = re.compile(r"^(\d*)([#>+=.)-])")  # a heading, quote, list or rule where a line starts
+# A heading, quote, list or rule where a line starts (`0001-fix.patch` starts none).
+_BLOCK_START = re.compile(r"^(\d+[.)]|[#>+=-])")
 _MENTION = re.compile(r"@(?=[A-Za-z0-9])")
 _REFERENCE = re.compile(r"(?<![\w/])#(\d+)\b")
+# The references left once the `#N` are placeholders: `org/repo#N`, `org#N`, and `GH-N` (any case).
+_OTHER_REFERENCE = re.compile(r"(#|(?i:\bgh-))(?=\d)")
 _ZWSP = "\u200b"  # a zero-width space: breaks a mention or an autolink, shows nothing
 
 
@@ -143,8 +147,9 @@ def md_text(text: str, pulls: str | None = None) -> str:
 
     text = _REFERENCE.sub(reference, text)
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    text = _BLOCK_START.sub(r"\1\\\2", _ESCAPED.sub(r"\\\1", text))
+    text = _BLOCK_START.sub(lambda m: m.group(0)[:-1] + "\\" + m.group(0)[-1], _ESCAPED.sub(r"\\\1", text))
     text = _MENTION.sub("@" + _ZWSP, text)
+    text = _OTHER_REFERENCE.sub(lambda m: m.group(1) + _ZWSP, text)
     # Autolinks: GitHub links bare URLs and www. names; a zero-width space after the scheme stops it.
     text = re.sub(r"(?i)\b(https?|ftp|mailto|file)(:)", lambda m: m.group(1) + _ZWSP + m.group(2), text)
     text = re.sub(r"(?i)\bwww\.", "www" + _ZWSP + ".", text)
