@@ -27,8 +27,8 @@ def exclusive(project: Project, command: str) -> Iterator[None]:
             pid, _, holder = fh.read().strip().partition("\n")
             # empty while the holder is between its flock and its write
             running = f"`patchkit {holder}`" if holder else "another patchkit run"
-            raise PatchkitError(f"{running} (pid {pid or '?'}) is running in {project.root}: one rebase, "
-                                "record or absorb at a time", "wait for it to end, then rerun") from None
+            raise PatchkitError(f"{running} (pid {pid or '?'}) is running in {project.root}: rebase, "
+                                "record and absorb run one at a time", "wait for it to end, then rerun") from None
         fh.seek(0)
         fh.truncate()
         fh.write(f"{os.getpid()}\n{command}\n")

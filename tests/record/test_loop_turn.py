@@ -17,7 +17,7 @@ def test_nothing_else_of_the_loop_starts_once_record_is_past_its_guard_and_it_is
         for args in (["rebase", "upstream@HEAD"], ["absorb"], ["absorb", "--abort"]):
             refused = run(project, *args, code=2)
             assert f"`patchkit record` (pid {record.pid}) is running in {project.root}" in refused.stderr, refused.stderr
-            assert "one rebase, record or absorb at a time" in refused.stderr
+            assert "rebase, record and absorb run one at a time" in refused.stderr
     finally:
         stop(record, signal.SIGKILL)
     run(project, "record")  # no rebase started: record would refuse (exit 2)
