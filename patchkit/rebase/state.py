@@ -123,6 +123,9 @@ def restore_files(project: Project) -> list[str]:
         if (current.is_file() or current.is_symlink()) and relative not in kept:
             copy = project.state_dir / "kept" / "patches" / relative
             copy.parent.mkdir(parents=True, exist_ok=True)
+            # A run killed before the unlink below made it already; and copy2 neither writes a
+            # symlink over one nor a file other than through one.
+            copy.unlink(missing_ok=True)
             shutil.copy2(current, copy, follow_symlinks=False)
             made.append(f"patches/{relative} (your copy is {copy})")
             current.unlink()
