@@ -76,7 +76,7 @@ def write(project: Project, plan: Plan) -> None:
             if Path(name).is_file():
                 (new / "old" / str(i)).write_bytes(Path(name).read_bytes())
         note_ref = git.run(["rev-parse", "--verify", "--quiet", notes.REF], cwd=checkout, check=False)
-        index = _git_dir(checkout) / "index"
+        index = git.git_dir(checkout) / "index"
         if plan.reset and index.exists():
             (new / "index").write_bytes(index.read_bytes())
         (new / _PLAN).write_text(json.dumps({
@@ -142,7 +142,7 @@ def undo(project: Project) -> Plan:
         _move_refs(checkout, plan, notes_ref + ref_moves)
         index = folder(project) / "index"
         if index.exists():
-            atomic_write(_git_dir(checkout) / "index", index.read_bytes())
+            atomic_write(git.git_dir(checkout) / "index", index.read_bytes())
     remove_folder(folder(project))
     return plan
 
@@ -160,7 +160,7 @@ def _clear_leftovers(plan: Plan) -> None:
                 leftover.unlink(missing_ok=True)
     if not (Path(plan.checkout) / ".git").exists():
         return
-    git_dir = _git_dir(Path(plan.checkout))
+    git_dir = git.git_dir(Path(plan.checkout))
     for ref in (notes.REF, *(r.ref for r in plan.refs)):
         (git_dir / f"{ref}.lock").unlink(missing_ok=True)
     (git_dir / "packed-refs.lock").unlink(missing_ok=True)
@@ -206,10 +206,6 @@ def _moved(plan: Plan, ref: str, now: str, start: str, back: bool) -> PatchkitEr
         f"keep what is there (git -C {plan.checkout} branch keep-mine {now}), put the ref back "
         f"(git -C {plan.checkout} update-ref {ref} {start}), then rerun `{again}`" if now and start
         else f"put the ref back as that run left it, then rerun `{again}`")
-
-
-def _git_dir(checkout: Path) -> Path:
-    return Path(git.run(["rev-parse", "--absolute-git-dir"], cwd=checkout))
 
 
 def refuse_while_pending(project: Project) -> None:

@@ -190,7 +190,7 @@ def restore_checkout(checkout: Checkout, branch: str, written: tuple[str, ...] =
         if checkout.existed:
             path.mkdir()
         return [], []
-    git_dir = Path(git.run(["rev-parse", "--absolute-git-dir"], cwd=path))
+    git_dir = git.git_dir(path)
     for lock in [git_dir / "index.lock", git_dir / "HEAD.lock", git_dir / "packed-refs.lock",
                  *(git_dir / "refs").rglob("*.lock")]:
         lock.unlink(missing_ok=True)  # a git the rebase ran was killed: no other git runs here now
