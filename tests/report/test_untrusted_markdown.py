@@ -1,4 +1,4 @@
-"""Upstream's text in the apply report's and the build report's Markdown (report.md, the step
+"""Upstream's text in the apply, build, check and smoke reports' Markdown (report.md, the step
 summary, the pull request) is text: read by a CommonMark parser, nothing of it is HTML, a mention,
 an issue reference or a link but the ones patchkit makes (upstream's commit and pull request)."""
 
@@ -11,11 +11,17 @@ from markdown_it import MarkdownIt
 
 from patchkit.apply import HunkVerdict, PatchResult, Verdict
 from patchkit.backends.result import Artifact, BuildReport, BuildResult, FirstError, Status
+from patchkit.checks.results import CheckReport, Region, RuleResult, SiteReport, SiteStatus
 from patchkit.culprit import Culprit
 from patchkit.drift.find import Drift
 from patchkit.pipeline import ApplyReport
 from patchkit.report.apply import to_markdown as apply_markdown
 from patchkit.report.build import to_markdown as build_markdown
+from patchkit.report.check import to_markdown as check_markdown
+from patchkit.report.smoke import to_markdown as smoke_markdown
+from patchkit.smoke.attribution import Attribution, OtherCall, RuntimeSite, RuntimeVerdict
+from patchkit.smoke.driver import RunResult
+from patchkit.smoke.run import SmokeReport
 from patchkit.untrusted import md_text
 
 UPSTREAM = "https://github.com/ggml-org/llama.cpp"
@@ -84,3 +90,34 @@ def test_upstreams_text_in_the_build_report_is_text():
     markdown = build_markdown(hostile_report().builds)
     assert not acting(markdown), markdown
     assert markdown.count("pwned") == 2  # the artifact and the first error
+
+
+def hostile_check() -> CheckReport:
+    site = SiteReport(rule="r1", file=f"src/{HOSTILE}", line=3, column=1, end_line=3, end_column=9, function=HOSTILE,
+                      code=HOSTILE, call=HOSTILE, receiver="", bound_to=HOSTILE, site_class="speculative",
+                      flags=(HOSTILE,), status=SiteStatus.MISSING_FLAG, message=HOSTILE)
+    rule = RuleResult(id="r1", site_class="speculative", file=f"src/{HOSTILE}", source="checks.yaml", calls=("f",),
+                      require_flag="FLAG", forbid_flag=None, expected=1, found=1, passed=False, messages=(HOSTILE,),
+                      sites=(site,), regions=(Region("disabled", 1, 1, 2, 1, HOSTILE),), renamed_from=HOSTILE)
+    return CheckReport(target=HOSTILE, rules=(rule,))
+
+
+def test_upstreams_code_in_the_check_report_is_text():
+    markdown = check_markdown(hostile_check())
+    assert not acting(markdown), markdown
+    assert markdown.count("pwned") >= 8
+
+
+def test_upstreams_code_and_server_in_the_smoke_report_are_text():
+    site = RuntimeSite(file=f"src/{HOSTILE}", line=3, call=HOSTILE, site_class="unknown", rule="r1", calls_seen=1,
+                       flags_seen=(None,), verdict=RuntimeVerdict.UNEXPECTED_SITE, message=HOSTILE)
+    attribution = Attribution(sites=(site,), other=(OtherCall(HOSTILE, HOSTILE, 1, 1),), coverage=(), passed=False,
+                              messages=(HOSTILE,))
+    build = BuildResult("cpu", Status.OK)
+    ran = SmokeReport(Path("/t"), "cpu", build, runs=(RunResult(HOSTILE, False, Path("/l"), HOSTILE, 0, 1.0),),
+                      attribution=attribution)
+    markdown = smoke_markdown(ran)
+    assert not acting(markdown), markdown
+    assert markdown.count("pwned") >= 5
+    not_run = smoke_markdown(SmokeReport(Path("/t"), "cpu", build, detail=f"the smoke build failed: {HOSTILE}"))
+    assert not acting(not_run) and "pwned" in not_run, not_run
