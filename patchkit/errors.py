@@ -5,6 +5,8 @@ Raised anywhere, caught once in the CLI and printed as one line: what is wrong, 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 
 class PatchkitError(Exception):
     """Bad input, usage or configuration: exit 2."""
@@ -24,3 +26,8 @@ class EnvironmentProblem(PatchkitError):
     """The environment failed us (git or cmake missing, network unreachable): exit 3."""
 
     exit_code = 3
+
+
+def first_few(names: Sequence[str], most: int = 3) -> str:
+    """`a, b, c, and 2 more`: the first MOST of NAMES, as a message names them; the rest counted."""
+    return ", ".join(names[:most]) + (f", and {len(names) - most} more" if len(names) > most else "")

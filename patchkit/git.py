@@ -17,6 +17,7 @@ from typing import Iterator
 
 from patchkit import testpoint
 from patchkit.errors import EnvironmentProblem, PatchkitError
+from patchkit.patchfile.diff import HUNK_HEADER, lines_of
 
 # A fixed committer: with the isolation below, the same input always gives the same commit ids.
 PATCHKIT_NAME = "patchkit"
@@ -235,6 +236,11 @@ def validate_repo_path(path: str) -> str:
     return path
 
 
+def git_dir(repo: Path | str) -> Path:
+    """The absolute .git folder of the repository at REPO (a linked worktree's own, not the main one's)."""
+    return Path(run(["rev-parse", "--absolute-git-dir"], cwd=repo))
+
+
 def merge_file(current: bytes, base: bytes, other: bytes) -> tuple[bytes, int]:
     """3-way merge of one file: CURRENT plus the change from BASE to OTHER.
 
@@ -255,9 +261,6 @@ def merge_file(current: bytes, base: bytes, other: bytes) -> tuple[bytes, int]:
     return proc.stdout, proc.returncode
 
 
-_HUNK_HEADER = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@", re.MULTILINE)
-
-
 def line_differences(a: bytes, b: bytes) -> list[tuple[int, int, int, int]]:
     """The 0-based (i1, i2, j1, j2) line ranges where A and B differ, by git's own diff (xdiff,
     as `git merge-file` aligns lines): one `git diff --no-index` call, where difflib's matcher
@@ -274,7 +277,8 @@ def line_differences(a: bytes, b: bytes) -> list[tuple[int, int, int, int]]:
     if proc.returncode not in (0, 1):
         raise GitFailed(["diff", "--no-index"], proc.returncode, proc.stderr.decode(errors="replace"))
     ranges = []
-    for found in _HUNK_HEADER.finditer(proc.stdout):
+    # latin-1: any bytes decode, each to one character (a header's digits as they are)
+    for found in filter(None, map(HUNK_HEADER.match, lines_of(proc.stdout.decode("latin-1")))):
         old, old_count, new, new_count = (int(g) if g is not None else 1 for g in found.groups())
         # A side of count 0 names the line after which the other side's lines go.
         i1 = old if old_count == 0 else old - 1

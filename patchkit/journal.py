@@ -76,7 +76,7 @@ def write(project: Project, plan: Plan) -> None:
             if Path(name).is_file():
                 (new / "old" / str(i)).write_bytes(Path(name).read_bytes())
         note_ref = git.run(["rev-parse", "--verify", "--quiet", notes.REF], cwd=checkout, check=False)
-        index = _git_dir(checkout) / "index"
+        index = git.git_dir(checkout) / "index"
         if plan.reset and index.exists():
             (new / "index").write_bytes(index.read_bytes())
         (new / _PLAN).write_text(json.dumps({
@@ -90,6 +90,7 @@ def write(project: Project, plan: Plan) -> None:
 def finish(project: Project, plan: Plan) -> None:
     """Every write of PLAN, each as the plan says whatever was done before; then done."""
     checkout = Path(plan.checkout)
+    ref_moves = _ref_moves(checkout, plan, back=False)  # refused before anything is written
     written = [(Path(name), data) for name, data in plan.files.items() if data is not None]
     for k, (path, data) in enumerate(written):
         if not path.is_file() or path.read_bytes() != data:
@@ -102,7 +103,7 @@ def finish(project: Project, plan: Plan) -> None:
     testpoint.pause("journal-notes")
     notes.write(checkout, plan.notes)
     testpoint.pause("journal-refs")
-    _move_refs(checkout, [(r.ref, r.new) for r in plan.refs])
+    _move_refs(checkout, plan, ref_moves)
     if plan.reset:
         testpoint.pause("journal-reset")
         git.run(["reset", "--quiet", "--mixed", plan.reset], cwd=checkout)  # the index follows; files stay
@@ -125,6 +126,8 @@ def undo(project: Project) -> Plan:
     data = json.loads((folder(project) / _PLAN).read_text())
     old = folder(project) / "old"
     checkout = Path(plan.checkout)
+    has_git = (checkout / ".git").exists()
+    ref_moves = _ref_moves(checkout, plan, back=True) if has_git else ""  # refused before anything is written
     _clear_leftovers(plan)
     for i, name in enumerate(plan.files):
         saved = old / str(i)
@@ -133,11 +136,13 @@ def undo(project: Project) -> Plan:
                 atomic_write(Path(name), saved.read_bytes())
         else:
             Path(name).unlink(missing_ok=True)
-    if (checkout / ".git").exists():
-        _move_refs(checkout, [(notes.REF, data["notes_ref"]), *((r.ref, r.old) for r in plan.refs)])
+    if has_git:
+        # the notes ref as it was: the notes it points at now are the run's (notes.write's)
+        notes_ref = f"update {notes.REF} {data['notes_ref']}\n" if data["notes_ref"] else f"delete {notes.REF}\n"
+        _move_refs(checkout, plan, notes_ref + ref_moves)
         index = folder(project) / "index"
         if index.exists():
-            atomic_write(_git_dir(checkout) / "index", index.read_bytes())
+            atomic_write(git.git_dir(checkout) / "index", index.read_bytes())
     remove_folder(folder(project))
     return plan
 
@@ -155,7 +160,7 @@ def _clear_leftovers(plan: Plan) -> None:
                 leftover.unlink(missing_ok=True)
     if not (Path(plan.checkout) / ".git").exists():
         return
-    git_dir = _git_dir(Path(plan.checkout))
+    git_dir = git.git_dir(Path(plan.checkout))
     for ref in (notes.REF, *(r.ref for r in plan.refs)):
         (git_dir / f"{ref}.lock").unlink(missing_ok=True)
     (git_dir / "packed-refs.lock").unlink(missing_ok=True)
@@ -163,13 +168,44 @@ def _clear_leftovers(plan: Plan) -> None:
         (git_dir / "index.lock").unlink(missing_ok=True)
 
 
-def _move_refs(checkout: Path, moves: list[tuple[str, str]]) -> None:
-    commands = "".join(f"update {ref} {oid}\n" if oid else f"delete {ref}\n" for ref, oid in moves)
-    git.run(["update-ref", "--no-deref", "--stdin"], cwd=checkout, input=commands)
+def _ref_moves(checkout: Path, plan: Plan, *, back: bool) -> str:
+    """The `update-ref --stdin` commands that move PLAN's refs to their new values (BACK: to their
+    old ones), each with the value git must find (so that a commit made meanwhile is never moved
+    away). A ref already there is left: the run moved it before it was interrupted. A ref at
+    neither value moved since: refused."""
+    commands = []
+    for move in plan.refs:
+        start, end = (move.new, move.old) if back else (move.old, move.new)
+        now = git.run(["rev-parse", "--verify", "--quiet", move.ref], cwd=checkout, check=False)
+        if now == end:
+            continue
+        if now != start:
+            raise _moved(plan, move.ref, now, start, back)
+        # git's zero id (as long as the other): the ref must not exist yet
+        commands.append(f"update {move.ref} {end} {start or '0' * len(end)}\n" if end
+                        else f"delete {move.ref} {start}\n")
+    return "".join(commands)
 
 
-def _git_dir(checkout: Path) -> Path:
-    return Path(git.run(["rev-parse", "--absolute-git-dir"], cwd=checkout))
+def _move_refs(checkout: Path, plan: Plan, commands: str) -> None:
+    """COMMANDS (`_ref_moves`') in one transaction: none moves when a ref is not where it must be."""
+    if not commands:
+        return
+    try:
+        git.run(["update-ref", "--no-deref", "--stdin"], cwd=checkout, input=commands)
+    except git.GitFailed as e:  # a ref moved between `_ref_moves` and here
+        raise PatchkitError(f"the refs of {checkout} moved while `patchkit {plan.command}` wrote them: {e.summary}",
+                            f"check them with git, then rerun `patchkit {plan.command}`") from None
+
+
+def _moved(plan: Plan, ref: str, now: str, start: str, back: bool) -> PatchkitError:
+    again = f"patchkit {plan.command}" + (" --abort" if back else "")
+    return PatchkitError(
+        f"{ref} moved since the `patchkit {plan.command}` was interrupted: it is at {now[:12] or 'nothing'}, "
+        f"not {start[:12] or 'absent'} as that run left it; nothing written",
+        f"keep what is there (git -C {plan.checkout} branch keep-mine {now}), put the ref back "
+        f"(git -C {plan.checkout} update-ref {ref} {start}), then rerun `{again}`" if now and start
+        else f"put the ref back as that run left it, then rerun `{again}`")
 
 
 def refuse_while_pending(project: Project) -> None:

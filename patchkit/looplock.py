@@ -1,6 +1,7 @@
 """One human-loop command at a time: `rebase` (each step), `record` and `absorb` hold an exclusive
 `flock` on `.patchkit/loop.lock` while they run. The kernel drops it when the process ends, however
-it ends, so a killed run never leaves it held; the pid in the file is only for the message."""
+it ends, so a killed run never leaves it held; the holder's pid and command in the file are only
+for the message of a run it turns away."""
 
 from __future__ import annotations
 
@@ -23,13 +24,14 @@ def exclusive(project: Project, command: str) -> Iterator[None]:
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = fh.read().strip() or "?"
-            raise PatchkitError(f"another `patchkit {command.split()[0]}`, `record` or `absorb` is running in "
-                                f"{project.root} (pid {holder}): one at a time",
-                                "wait for it to end, then rerun") from None
+            pid, _, holder = fh.read().strip().partition("\n")
+            # empty while the holder is between its flock and its write
+            running = f"`patchkit {holder}`" if holder else "another patchkit run"
+            raise PatchkitError(f"{running} (pid {pid or '?'}) is running in {project.root}: rebase, "
+                                "record and absorb run one at a time", "wait for it to end, then rerun") from None
         fh.seek(0)
         fh.truncate()
-        fh.write(f"{os.getpid()}\n")
+        fh.write(f"{os.getpid()}\n{command}\n")
         fh.flush()
         try:
             yield

@@ -23,12 +23,11 @@ from pathlib import Path
 from typing import Callable, ContextManager, Mapping
 
 from patchkit import git, notes, refs, testpoint
-from patchkit.errors import PatchkitError
+from patchkit.errors import PatchkitError, first_few
 from patchkit.fileio import atomic_folder, atomic_write, remove_aside
 from patchkit.upstream import Mirror, Revision
 
 _MARKER = "PATCHKIT_CHECKOUT"
-_SHOWN = 3  # commits or files named in a refusal; the rest are counted
 # Commits reachable from these refs are not at stake when patchkit resets a branch: the user's
 # other branches, tags and remote-tracking refs, and patchkit's own refs (the results fetched
 # from the mirror, the tips it checked out, the upstream commit, commits it set aside). Knowing
@@ -58,12 +57,12 @@ def check_output(output: Path, project_root: Path, force: bool) -> Output:
     if not (output / ".git").exists():
         raise PatchkitError(f"{output} exists and is not a git repository",
                             "choose another folder with -o, or remove it")
-    git_dir = _git_dir(output)
+    git_dir = git.git_dir(output)
     if (git_dir / _MARKER).exists():
         changed = _changes_not_from_patchkit(output, _marked_tip(git_dir))
         if changed and not force:
             raise PatchkitError(f"an interrupted apply left {output} half checked out, and it has changes "
-                                f"patchkit did not make ({_names(changed)})",
+                                f"patchkit did not make ({first_few(changed)})",
                                 "rerun the same apply with --force to discard them and finish")
         return Output(output, force, repair=True)
     index_lock = git_dir / "index.lock"
@@ -79,7 +78,7 @@ def check_output(output: Path, project_root: Path, force: bool) -> Output:
                             "choose another folder with -o, or rerun with --force to take it over")
     dirty = _changed_paths(output)
     if dirty:
-        raise PatchkitError(f"{output} has uncommitted changes ({_names(dirty)})",
+        raise PatchkitError(f"{output} has uncommitted changes ({first_few(dirty)})",
                             "commit or stash them, or rerun with --force to discard them")
     return Output(output, force)
 
@@ -139,11 +138,11 @@ def check_out(output: Output, mirror: Mirror, revision: Revision, result_ref: st
     if not (path / ".git").exists():
         with clone or NewClone(path, mirror, revision.commit) as new:
             new.put_in_place()
-        git_dir = _git_dir(path)
+        git_dir = git.git_dir(path)
         # Until the checkout of the tip ends, the clone's files are patchkit's half-done work.
         atomic_write(git_dir / _MARKER, f"{tip}\n".encode())
     else:
-        git_dir = _git_dir(path)
+        git_dir = git.git_dir(path)
         unsaved = _unsaved_commits(path, branch)
         overwritten = overwritten_files(path, mirror, tip)
         if not output.force:
@@ -217,13 +216,13 @@ def overwritten_files(path: Path, mirror: Mirror, tip: str, same_too: bool = Fal
 
 def _refuse(path: Path, unsaved: dict[str, list[str]], overwritten: list[str], branch: str) -> None:
     for label, commits in unsaved.items():
-        shown = _names([line[:10] + line[40:] for line in commits])  # short ids
+        shown = first_few([line[:10] + line[40:] for line in commits])  # short ids
         raise PatchkitError(f"{label} in {path} has {_count(commits, 'commit')} patchkit did not write ({shown})",
                             f"keep them on a branch of your own (git -C {path} branch NAME {label}), "
                             f"or rerun with --force to set them aside under {refs.SAVED}/")
     if overwritten:
         raise PatchkitError(f"checking out {branch} would overwrite {_count(overwritten, 'file')} in {path} "
-                            f"that git does not track ({_names(overwritten)})",
+                            f"that git does not track ({first_few(overwritten)})",
                             "move them out of the way, or rerun with --force to overwrite them")
 
 
@@ -258,14 +257,6 @@ def _remove_stale_locks(git_dir: Path, branch: str) -> None:
 def _marked_tip(git_dir: Path) -> str | None:
     text = (git_dir / _MARKER).read_text(errors="replace").strip()
     return text if len(text) == 40 and all(c in "0123456789abcdef" for c in text) else None
-
-
-def _git_dir(path: Path) -> Path:
-    return Path(git.run(["rev-parse", "--absolute-git-dir"], cwd=path))
-
-
-def _names(paths: list[str]) -> str:
-    return ", ".join(paths[:_SHOWN]) + (f", and {len(paths) - _SHOWN} more" if len(paths) > _SHOWN else "")
 
 
 def _count(items: list[str], noun: str) -> str:

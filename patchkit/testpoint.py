@@ -11,7 +11,8 @@ staged), `import-write` (an imported patch file written, the series not yet), th
 record and absorb (`journal-plan`: the plan saved, nothing written yet; `journal-files`: half the
 files written; `journal-notes`: the files written, the notes not yet; `journal-refs`: the notes
 written, the refs not yet; `journal-reset`: absorb's branch moved, the index not yet;
-`journal-done`: all written, the journal not yet removed), and the rebase's: `rebase-stop` (the stopped
+`journal-done`: all written, the journal not yet removed; `loop-guarded`: the loop lock held and
+no rebase found in progress, nothing read yet), and the rebase's: `rebase-stop` (the stopped
 patch written into the checkout, the state not yet saying so), `rebase-fixed` (a fixed patch file
 written, the state not yet moved on) and `rebase-abort` (the checkout restored, patches/ and the
 lock not yet).

@@ -2,7 +2,7 @@
 
 - `environment()`: what upstream's code (its CMake files, compilers, llama-server) runs with: the
   runner's command files (GITHUB_ENV, GITHUB_OUTPUT, ...: a line written there sets a variable,
-  a PATH entry or an output of the job) and tokens taken out.
+  a PATH entry or an output of the job) and credentials taken out.
 - `CommandGuard`: GitHub's runner executes any output line that starts with `::` or `##[` (after
   leading whitespace) as a workflow command (`::add-mask::`, `::stop-commands::`, `::error`).
   patchkit makes none of its own, so under GitHub Actions every such line it prints (a compiler's
@@ -10,7 +10,8 @@
 - `md_text`, `md_code`, `md_block`: upstream's text in Markdown (step summary, report.md, issues,
   the pull request) shown as text: no HTML (so no `<!-- patchkit:... -->` marker of ours either),
   no `@mention` (which notifies under the token owner's name), no autolink, and `#N` linked to
-  upstream's pull request rather than the fork's own issue N.
+  upstream's pull request rather than the fork's own issue N. Every other issue reference
+  (`org/repo#N`, `GH-N`) is broken: GitHub would link it and mark the issue it names as mentioned.
 """
 
 from __future__ import annotations
@@ -22,15 +23,35 @@ from typing import Mapping, TextIO
 
 # The runner's files a step appends to, to set the job's environment, PATH, outputs, state and summary.
 _COMMAND_FILES = {"GITHUB_ENV", "GITHUB_OUTPUT", "GITHUB_PATH", "GITHUB_STATE", "GITHUB_STEP_SUMMARY"}
-# ACTIONS_RUNTIME_TOKEN, ACTIONS_ID_TOKEN_REQUEST_*, ACTIONS_CACHE_URL, ...: the runner's own services.
-_RUNNER_PREFIX = "ACTIONS_"
+_AGENTS = {"SSH_AUTH_SOCK", "GPG_AGENT_INFO"}  # a key by reach, through the agent's socket; no build needs one
+# ACTIONS_RUNTIME_TOKEN, ACTIONS_ID_TOKEN_REQUEST_*, ACTIONS_CACHE_URL, ...: the runner's own services;
+# GH_*: the gh command's (GH_TOKEN, GH_ENTERPRISE_TOKEN, GH_HOST, ...).
+_CREDENTIAL_PREFIXES = ("ACTIONS_", "GH_")
+# A credential's conventional last word: GITHUB_TOKEN, HF_TOKEN, AWS_SECRET_ACCESS_KEY, OPENAI_API_KEY,
+# AZURE_CLIENT_SECRET, TWINE_PASSWORD, GOOGLE_APPLICATION_CREDENTIALS, GITHUB_PAT, ... No variable a
+# build of llama.cpp reads ends in one of them (CMake's, the compilers', CUDA's, Vulkan's, oneAPI's,
+# ccache's and sccache's do not: SCCACHE_S3_KEY_PREFIX ends in PREFIX), and a recipe's `environment:`
+# is set after this, so a build that needs one names it there.
+_CREDENTIAL_WORDS = {"TOKEN", "SECRET", "KEY", "PASSWORD", "PASS", "PASSWD", "CREDENTIALS", "PAT"}
+
+
+def is_credential(name: str) -> bool:
+    """Whether NAME is a runner command file's, an ssh or gpg agent's, the runner's services', gh's, or a credential's by its
+    last word (any case: Windows reads names so, and `github_token` is one too)."""
+    upper = name.upper()
+    return (upper in _COMMAND_FILES or upper in _AGENTS or upper.startswith(_CREDENTIAL_PREFIXES)
+            or upper.rsplit("_", 1)[-1] in _CREDENTIAL_WORDS)
 
 
 def environment(base: Mapping[str, str] = os.environ) -> dict[str, str]:
-    """BASE without what upstream's code must not reach: the runner's command files, its
-    ACTIONS_* services, and any *_TOKEN (GITHUB_TOKEN, PATCHKIT_TOKEN, ...): a build needs none."""
-    return {name: value for name, value in base.items()
-            if name not in _COMMAND_FILES and not name.startswith(_RUNNER_PREFIX) and not name.endswith("_TOKEN")}
+    """BASE without what upstream's code must not reach (`is_credential`): a build needs none.
+
+    RUNNER_TEMP stays. The runner's command files live in RUNNER_TEMP/_runner_file_commands, but
+    taking the name away hides nothing: the folder is a fixed path beside the workspace the build
+    runs in (/home/runner/work/_temp on a hosted runner), and setup actions and tools use
+    RUNNER_TEMP as their scratch space. The fence there is the workflow's: a command file changes
+    only its own job, and the jobs that run upstream's code hold no token (patchkit/ci/workflow.py)."""
+    return {name: value for name, value in base.items() if not is_credential(name)}
 
 
 _COMMAND_START = ("::", "##[")
@@ -105,9 +126,12 @@ def guard_streams(environ: Mapping[str, str] = os.environ) -> None:
 
 # What makes inline Markdown of text (emphasis, code, links, strikethrough); `|` is md_table's.
 _ESCAPED = re.compile(r"([\\`*_\[\]~])")
-_BLOCK_START = re.compile(r"^(\d*)([#>+=.)-])")  # a heading, quote, list or rule where a line starts
+# A heading, quote, list or rule where a line starts (`0001-fix.patch` starts none).
+_BLOCK_START = re.compile(r"^(\d+[.)]|[#>+=-])")
 _MENTION = re.compile(r"@(?=[A-Za-z0-9])")
 _REFERENCE = re.compile(r"(?<![\w/])#(\d+)\b")
+# The references left once the `#N` are placeholders: `org/repo#N`, `org#N`, and `GH-N` (any case).
+_OTHER_REFERENCE = re.compile(r"(#|(?i:\bgh-))(?=\d)")
 _ZWSP = "\u200b"  # a zero-width space: breaks a mention or an autolink, shows nothing
 
 
@@ -124,8 +148,9 @@ def md_text(text: str, pulls: str | None = None) -> str:
 
     text = _REFERENCE.sub(reference, text)
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    text = _BLOCK_START.sub(r"\1\\\2", _ESCAPED.sub(r"\\\1", text))
+    text = _BLOCK_START.sub(lambda m: m.group(0)[:-1] + "\\" + m.group(0)[-1], _ESCAPED.sub(r"\\\1", text))
     text = _MENTION.sub("@" + _ZWSP, text)
+    text = _OTHER_REFERENCE.sub(lambda m: m.group(1) + _ZWSP, text)
     # Autolinks: GitHub links bare URLs and www. names; a zero-width space after the scheme stops it.
     text = re.sub(r"(?i)\b(https?|ftp|mailto|file)(:)", lambda m: m.group(1) + _ZWSP + m.group(2), text)
     text = re.sub(r"(?i)\bwww\.", "www" + _ZWSP + ".", text)

@@ -24,6 +24,22 @@ def test_the_environment_loses_the_runners_command_files_and_tokens():
     assert environment(base) == {"PATH": "/bin", "HOME": "/h", "CUDAARCHS": "89-real", "GITHUB_SHA": "abc"}
 
 
+
+# Credentials by their conventional names, and what a build reads that looks close to them.
+CREDENTIALS = {"GH_TOKEN": "1", "GH_ENTERPRISE_TOKEN": "2", "GH_HOST": "3", "AWS_SECRET_ACCESS_KEY": "4",
+               "OPENAI_API_KEY": "5", "AZURE_CLIENT_SECRET": "6", "TWINE_PASSWORD": "7", "FTP_PASS": "8",
+               "DB_PASSWD": "9", "GOOGLE_APPLICATION_CREDENTIALS": "10", "GITHUB_PAT": "11", "HF_TOKEN": "12",
+               "github_token": "13", "Api_Key": "14", "TOKEN": "15", "SECRET": "16", "SSH_AUTH_SOCK": "/s.sock",
+               "GPG_AGENT_INFO": "/g.sock"}
+BUILD = {"SCCACHE_S3_KEY_PREFIX": "p", "CCACHE_DIR": "/c", "KEYBOARD": "us", "PATH": "/bin", "CUDA_PATH": "/cuda",
+         "MONKEY": "m", "PASSES": "2", "RUNNER_TEMP": "/home/runner/work/_temp", "GITHUB_WORKSPACE": "/w",
+         "TOKENIZER_DIR": "/t", "VULKAN_SDK": "/v"}
+
+
+def test_the_environment_loses_credentials_by_their_last_word_and_keeps_a_builds_names():
+    assert environment({**CREDENTIALS, **BUILD}) == BUILD
+
+
 @pytest.mark.parametrize("writes", [
     ["::add-mask::secret\n"],
     ["  ::error file=x,line=1::pwned\n"],

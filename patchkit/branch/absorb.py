@@ -35,7 +35,7 @@ from patchkit.errors import PatchkitError
 from patchkit.hooks import Hooks
 from patchkit.importing.run import check_name
 from patchkit.importing.mail import parse_author
-from patchkit.patchfile.diff import HUNK_HEADER
+from patchkit.patchfile.diff import HUNK_HEADER, lines_of
 from patchkit.project import Project
 
 # Every diff option a config could change in a -U0 diff's hunks (diff.interHunkContext joins
@@ -197,19 +197,13 @@ def _hunks(checkout: Checkout, name: str) -> list[_Hunk]:
     # the diff below compares, and the ones the rewritten commits hold.
     blob = git.run(["hash-object", "-w", "--", name], cwd=checkout.path)
     with git.ObjectReader(checkout.path) as reader:
-        old = _lines(reader.read("HEAD", name) or b"")
-        new = _lines(reader.read(blob) or b"")
+        old = lines_of(reader.read("HEAD", name) or b"", keepends=True)
+        new = lines_of(reader.read(blob) or b"", keepends=True)
     out = git.run(["diff", "-U0", *_DIFF_FLAGS, "HEAD", "--", name], cwd=checkout.path)
     hunks = []
     for a, b, c, d in _headers(out):
         hunks.append(_Hunk(name, a, tuple(old[a:a + b]), tuple(new[c:c + d]), c + 1 if d else c))
     return hunks
-
-
-def _lines(data: bytes) -> list[bytes]:
-    """DATA's lines as git counts them: ended by LF only (a lone CR is inside a line)."""
-    lines = data.split(b"\n")
-    return [line + b"\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
 
 
 def _headers(diff: str) -> list[tuple[int, int, int, int]]:
@@ -268,7 +262,7 @@ def _overlaps(pos: int, n: int, start: int, count: int) -> bool:
 def _blamed(checkout: Checkout, path: str, first: int, end: int, index: dict[str, int]) -> set[int]:
     """The branch commits (by index) that last changed HEAD's lines [FIRST, END) of PATH."""
     with git.ObjectReader(checkout.path) as reader:
-        total = len(_lines(reader.read("HEAD", path) or b"")) if first < end else 0
+        total = len(lines_of(reader.read("HEAD", path) or b"", keepends=True)) if first < end else 0
     first, end = max(first, 0), min(end, total)
     if first >= end:
         return set()
@@ -297,7 +291,7 @@ def _rewrite(checkout: Checkout, commits: list[BranchCommit], owned: list[_Owned
             here = [o for o in owned if o.owner <= i]
             git.run(["read-tree", commit.id], cwd=checkout.path, env=index_env)
             for path in dict.fromkeys(o.hunk.path for o in here):
-                lines = _lines(reader.read(commit.id, path) or b"")
+                lines = lines_of(reader.read(commit.id, path) or b"", keepends=True)
                 for o in sorted((o for o in here if o.hunk.path == path), key=lambda o: -o.at[i]):
                     start = o.at[i]
                     if tuple(lines[start:start + len(o.hunk.old)]) != o.hunk.old:
@@ -341,7 +335,7 @@ def _work_tree_tree(checkout: Checkout) -> str:
     index: the user's index is not touched."""
     with tempfile.TemporaryDirectory(prefix="patchkit-absorb-") as tmp:
         index = os.path.join(tmp, "index")
-        git_dir = Path(git.run(["rev-parse", "--absolute-git-dir"], cwd=checkout.path))
+        git_dir = git.git_dir(checkout.path)
         Path(index).write_bytes((git_dir / "index").read_bytes())
         git.run(["add", "--update", "--", "."], cwd=checkout.path, env={"GIT_INDEX_FILE": index})
         return git.run(["write-tree"], cwd=checkout.path, env={"GIT_INDEX_FILE": index})

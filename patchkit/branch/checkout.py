@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from patchkit import git, notes, refs
-from patchkit.errors import PatchkitError
+from patchkit.errors import PatchkitError, first_few
 from patchkit.project import Project
 
 
@@ -55,7 +55,7 @@ def open_checkout(project: Project, output: Path | None) -> Checkout:
     branch = git.run(["symbolic-ref", "--quiet", "--short", "HEAD"], cwd=path, check=False)
     if not branch:
         raise PatchkitError(f"{path} has a detached HEAD", f"check out the patchkit branch (git -C {path} switch BRANCH)")
-    if (Path(git.run(["rev-parse", "--absolute-git-dir"], cwd=path)) / "index.lock").exists():
+    if (git.git_dir(path) / "index.lock").exists():
         raise PatchkitError(f"a git command is running in {path}, or one crashed (index.lock exists)",
                             "wait for it, or remove the lock file, and rerun")
     head = git.run(["rev-parse", "HEAD"], cwd=path)
@@ -72,7 +72,7 @@ def _refuse_unfinished_git(path: Path) -> None:
     """Refused: unmerged entries (git's own conflict markers are in the files) or a git merge,
     cherry-pick, revert, rebase or am stopped half way: reading the branch now would take that
     command's half-done state (its markers, its moved HEAD) into the queue."""
-    git_dir = Path(git.run(["rev-parse", "--absolute-git-dir"], cwd=path))
+    git_dir = git.git_dir(path)
     for name, what, command in _IN_PROGRESS:
         if (git_dir / name).exists():
             raise PatchkitError(f"{what} is in progress in {path}",
@@ -80,7 +80,7 @@ def _refuse_unfinished_git(path: Path) -> None:
     unmerged = sorted({line.split("\t", 1)[1] for line in
                        git.run(["ls-files", "--unmerged"], cwd=path).splitlines() if "\t" in line})
     if unmerged:
-        shown = ", ".join(unmerged[:3]) + (f", and {len(unmerged) - 3} more" if len(unmerged) > 3 else "")
+        shown = first_few(unmerged)
         raise PatchkitError(f"{shown} in {path} {'is' if len(unmerged) == 1 else 'are'} unmerged (a conflict git "
                             "left)", "resolve it and `git add` it (or `git checkout --merge`/`git reset` to undo), "
                             "then rerun")
@@ -143,7 +143,7 @@ def refuse_foreign_base(checkout: Checkout, commits: list[BranchCommit], mirror:
     unnoted = [c for c in commits if not c.patches]
     if not unnoted:
         return
-    git_dir = Path(git.run(["rev-parse", "--absolute-git-dir"], cwd=checkout.path))
+    git_dir = git.git_dir(checkout.path)
     # (not what patchkit's own checkout fetched from the mirror: its refs/patchkit/ results)
     fetched = [line.split()[0] for line in _read(git_dir / "FETCH_HEAD").splitlines()
                if line.strip() and f"'{refs.NAMESPACE}/" not in line]

@@ -30,7 +30,7 @@ from patchkit.apply import apply_queue
 from patchkit.branch.checkout import (BranchCommit, Checkout, branch_commits, changed_paths, open_checkout,
                                       refuse_foreign_base, untracked_paths)
 from patchkit.branch.identity import match_unnoted, warn_unless_carried
-from patchkit.errors import PatchkitError
+from patchkit.errors import PatchkitError, first_few
 from patchkit.hooks import Hooks, collect_warnings
 from patchkit.importing.run import slug
 from patchkit.nightly.refresh import Change, format_patch, refresh_patch
@@ -115,7 +115,7 @@ def run_record(project: Project, options: RecordOptions, hooks: Hooks = Hooks())
     checkout = open_checkout(project, options.output)
     dirty = changed_paths(checkout)
     if dirty:
-        raise PatchkitError(f"{checkout.path} has changes not committed ({_names(dirty)}): record takes the "
+        raise PatchkitError(f"{checkout.path} has changes not committed ({first_few(dirty)}): record takes the "
                             "branch's commits",
                             "commit them (git commit --amend, or a new commit), or fold them into the patches "
                             "that own those lines with `patchkit absorb`")
@@ -149,7 +149,7 @@ def record(project: Project, checkout: Checkout, tip: str, options: RecordOption
             with applied_at(project, mirror, revision, patches) as (applied, report):
                 _check_round_trip(checkout, commits, applied.repo, report.patches)
                 if untracked:  # once nothing refuses: a refusal is one line
-                    warn(f"{_names(list(untracked))} untracked in {checkout.path}, not recorded: to put a new file "
+                    warn(f"{first_few(list(untracked))} untracked in {checkout.path}, not recorded: to put a new file "
                          f"in a patch, commit it on the branch (git -C {checkout.path} add FILE, then git commit, "
                          "or commit --amend into the patch's commit), then record again")
                 result = RecordReport(checkout.path, checkout.branch, mirror.url, revision.commit, tip,
@@ -442,7 +442,3 @@ def _branch_notes(checkout: Checkout, commits: list[BranchCommit], plan: list[Re
 
 def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-def _names(paths: list[str]) -> str:
-    return ", ".join(paths[:3]) + (f", and {len(paths) - 3} more" if len(paths) > 3 else "")

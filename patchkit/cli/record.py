@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
 import typer
 
@@ -47,21 +48,17 @@ def record_command(
     """
     from patchkit.branch.record import RecordOptions, run_record
     from patchkit.hooks import Hooks
-    from patchkit.looplock import exclusive
     from patchkit.project import Project
-    from patchkit.rebase.state import refuse_while_rebasing
     from patchkit.report import record as render
 
     project = Project.find()
-    refuse_while_rebasing(project, journal_ok=True)
-    if abort:
-        _abort(project)
-    out = output.resolve() if output else None
-    check_reports(project, json_out, checkout=out)
-    options = RecordOptions(output=out, dry_run=dry_run, prune=prune, squash=squash, allow_rewind=allow_rewind,
-                            upstream=upstream)
-    with exclusive(project, "record"), progress_display("record") as progress:
-        report = run_record(project, options, Hooks(progress=progress, warn=warn))
+    with _loop_turn(project, "record", abort):
+        out = output.resolve() if output else None
+        check_reports(project, json_out, checkout=out)
+        options = RecordOptions(output=out, dry_run=dry_run, prune=prune, squash=squash, allow_rewind=allow_rewind,
+                                upstream=upstream)
+        with progress_display("record") as progress:
+            report = run_record(project, options, Hooks(progress=progress, warn=warn))
     emit({json_out: lambda: render.to_json(report)},
          lambda: render.render_terminal(report, console()) if not is_quiet() else print(render.summary_line(report)))
     raise typer.Exit(report.exit_code)
@@ -95,33 +92,43 @@ def absorb_command(
     """
     from patchkit.branch.absorb import AbsorbOptions, run_absorb
     from patchkit.hooks import Hooks
-    from patchkit.looplock import exclusive
     from patchkit.project import Project
-    from patchkit.rebase.state import refuse_while_rebasing
     from patchkit.report import record as render
 
     project = Project.find()
-    refuse_while_rebasing(project, journal_ok=True)
-    if abort:
-        _abort(project)
-    out = output.resolve() if output else None
-    check_reports(project, json_out, checkout=out)
-    options = AbsorbOptions(output=out, new=new, author=author, dry_run=dry_run, prune=prune, squash=squash,
-                            allow_rewind=allow_rewind, upstream=upstream)
-    with exclusive(project, "absorb"), progress_display("absorb") as progress:
-        report = run_absorb(project, options, Hooks(progress=progress, warn=warn))
+    with _loop_turn(project, "absorb", abort):
+        out = output.resolve() if output else None
+        check_reports(project, json_out, checkout=out)
+        options = AbsorbOptions(output=out, new=new, author=author, dry_run=dry_run, prune=prune, squash=squash,
+                                allow_rewind=allow_rewind, upstream=upstream)
+        with progress_display("absorb") as progress:
+            report = run_absorb(project, options, Hooks(progress=progress, warn=warn))
     emit({json_out: lambda: render.to_json(report, "absorb")},
          lambda: render.render_absorb(report, console()) if not is_quiet() else print(render.absorb_summary(report)))
     raise typer.Exit(report.exit_code)
 
 
+@contextlib.contextmanager
+def _loop_turn(project, command: str, abort: bool) -> Iterator[None]:
+    """COMMAND's turn in the human loop: the loop lock held, and no rebase in progress (checked
+    holding it, so that none starts in between). ABORT: the interrupted run undone instead; exit 0."""
+    from patchkit import testpoint
+    from patchkit.looplock import exclusive
+    from patchkit.rebase.state import refuse_while_rebasing
+
+    with exclusive(project, f"{command} --abort" if abort else command):
+        refuse_while_rebasing(project, journal_ok=True)
+        testpoint.pause("loop-guarded")
+        if abort:
+            _abort(project)
+        yield
+
+
 def _abort(project) -> None:
     """`--abort`: the interrupted record's or absorb's writes undone; exit 0."""
     from patchkit.journal import undo
-    from patchkit.looplock import exclusive
 
-    with exclusive(project, "record --abort"):
-        plan = undo(project)
+    plan = undo(project)
     print(f"undid the interrupted `patchkit {plan.command}` of {plan.tip[:12]}: patches/, the lock, the notes and "
           f"the refs and index of {plan.checkout} are as they were before it")
     raise typer.Exit(0)

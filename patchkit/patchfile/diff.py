@@ -7,6 +7,7 @@ import enum
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import AnyStr
 
 # Not anchored: the walk matches it at a line's start; `--repair` searches text whose newlines
 # a web page collapsed (see importing/repair.py).
@@ -14,13 +15,14 @@ HUNK_HEADER = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _SIGNATURE = re.compile(r"\n-- \n[^\n]*\n*\Z")  # git format-patch's "-- \n<version>" (and blank lines)
 
 
-def lines_of(text: str, keepends: bool = False) -> list[str]:
-    """TEXT's lines as git and patch count them: ended by LF only (str.splitlines also ends one at
-    a lone CR, which is inside a line of a file)."""
-    lines = text.split("\n")
+def lines_of(text: AnyStr, keepends: bool = False) -> list[AnyStr]:
+    """TEXT's lines (of text or bytes) as git and patch count them: ended by LF only
+    (str.splitlines also ends one at a lone CR, which is inside a line of a file)."""
+    end = "\n" if isinstance(text, str) else b"\n"
+    lines = text.split(end)
     last = lines.pop()
     if keepends:
-        lines = [line + "\n" for line in lines]
+        lines = [line + end for line in lines]
     return lines + [last] if last else lines
 
 

@@ -24,7 +24,7 @@ from patchkit import git, refs, testpoint
 from patchkit.apply import HunkVerdict, PatchResult, Verdict, apply_queue
 from patchkit.checks import CheckReport
 from patchkit.drift import Drift
-from patchkit.errors import PatchkitError
+from patchkit.errors import PatchkitError, first_few
 from patchkit.fileio import atomic_write
 from patchkit.hooks import Hooks, collect_warnings
 from patchkit.nightly.bisect import Finding, bisect_queue
@@ -122,7 +122,7 @@ def start(project: Project, options: RebaseOptions, hooks: Hooks = Hooks()) -> R
                                 "move it back: `patchkit apply upstream@REF --update-lock --allow-rewind`)") from None
     unrecorded = _unrecorded(output, revision.branch_name)
     if unrecorded and not options.record:
-        raise PatchkitError(f"{_shown(unrecorded)} on the branch in {output} {'is' if len(unrecorded) == 1 else 'are'} "
+        raise PatchkitError(f"{first_few(unrecorded)} on the branch in {output} {'is' if len(unrecorded) == 1 else 'are'} "
                             "not recorded in patches/: the rebase would leave them behind",
                             f"record them first (`patchkit record`), or rerun with --record; to drop them, "
                             f"check the queue out again (`patchkit apply upstream@locked --force`)")
@@ -155,10 +155,6 @@ def _unrecorded(output: Path, branch: str) -> list[str]:
             found += git.run(["log", "--reverse", "--format=%h (%s)", "--abbrev=12", f"{applied}..{tip}"],
                              cwd=output).splitlines()
     return list(dict.fromkeys(found))
-
-
-def _shown(names: list[str]) -> str:
-    return ", ".join(names[:3]) + (f", and {len(names) - 3} more" if len(names) > 3 else "")
 
 
 def resume(project: Project, action: str, hooks: Hooks = Hooks(), include: tuple[str, ...] = ()) -> RebaseReport:
@@ -235,7 +231,7 @@ def _refuse_edits_finishing_cannot_take(state: RebaseState) -> None:
     out = git.run(["status", "--porcelain", "-z", "--no-renames", "--untracked-files=no"], cwd=checkout)
     edited = [entry[3:] for entry in out.split("\0") if entry]
     if edited:
-        shown = ", ".join(edited[:3]) + (f", and {len(edited) - 3} more" if len(edited) > 3 else "")
+        shown = first_few(edited)
         raise PatchkitError(f"{shown} changed in {checkout}, but every patch applied: the step left re-applies the "
                             "queue and would discard them",
                             "fix the failing rule where it is (patchkit.yaml's checks:, or a patch's .checks.yaml), "
@@ -356,7 +352,7 @@ def _refuse_overwriting(checkout: Path, trial: Mirror, tip: str, written: tuple[
     overwritten = [name for name in overwritten_files(checkout, trial, tip, same_too=True)
                    if name not in written and (name in differing or name not in kept)]
     if overwritten:
-        shown = ", ".join(overwritten[:3]) + (f", and {len(overwritten) - 3} more" if len(overwritten) > 3 else "")
+        shown = first_few(overwritten)
         raise _Overwrites(f"the queue at the target has {shown}, which {checkout} holds outside git (untracked with "
                           "other contents, or ignored): the rebase would overwrite or lose them",
                           "move them out of the way, then rerun `patchkit rebase --continue`")
@@ -396,7 +392,7 @@ def _take_fix(project: Project, state: RebaseState, include: tuple[str, ...]) ->
                                   cwd=checkout).split("\0") if p]
     marked = find_markers(checkout, changed)
     if marked:
-        shown = ", ".join(marked[:3]) + (f", and {len(marked) - 3} more" if len(marked) > 3 else "")
+        shown = first_few(marked)
         raise PatchkitError(f"patchkit's conflict markers are still in {shown}",
                             "resolve them (keep the lines the patch should give), then rerun `patchkit rebase --continue`")
     outside = [p for p in changed if p not in own]

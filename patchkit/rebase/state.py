@@ -123,6 +123,9 @@ def restore_files(project: Project) -> list[str]:
         if (current.is_file() or current.is_symlink()) and relative not in kept:
             copy = project.state_dir / "kept" / "patches" / relative
             copy.parent.mkdir(parents=True, exist_ok=True)
+            # A run killed before the unlink below made it already; and copy2 neither writes a
+            # symlink over one nor a file other than through one.
+            copy.unlink(missing_ok=True)
             shutil.copy2(current, copy, follow_symlinks=False)
             made.append(f"patches/{relative} (your copy is {copy})")
             current.unlink()
@@ -187,7 +190,7 @@ def restore_checkout(checkout: Checkout, branch: str, written: tuple[str, ...] =
         if checkout.existed:
             path.mkdir()
         return [], []
-    git_dir = Path(git.run(["rev-parse", "--absolute-git-dir"], cwd=path))
+    git_dir = git.git_dir(path)
     for lock in [git_dir / "index.lock", git_dir / "HEAD.lock", git_dir / "packed-refs.lock",
                  *(git_dir / "refs").rglob("*.lock")]:
         lock.unlink(missing_ok=True)  # a git the rebase ran was killed: no other git runs here now

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from patchkit.apply import HunkVerdict, PatchResult, Verdict
 from patchkit.report import JUnitCase, junit_xml, md_table
-from patchkit.untrusted import md_text
+from patchkit.untrusted import md_block, md_code, md_text
 
 STYLE = {
     Verdict.CLEAN: "green", Verdict.OFFSET: "green", Verdict.MERGED: "cyan",
@@ -104,8 +104,10 @@ def render_terminal(report, console) -> None:
 
 
 def to_markdown(report) -> str:
-    rows = [[str(i), f"`{p.name}`", f"**{p.verdict.value}**" if not p.good else p.verdict.value,
-             ", ".join(f"{h.hunk}: {h.verdict.value} @ {hunk_where(h)}" for h in p.hunks),
+    # Upstream's text (its file names, lines and declarations, the details that quote them) goes
+    # through md_text, md_code and md_block like every other report's.
+    rows = [[str(i), md_code(p.name), f"**{p.verdict.value}**" if not p.good else p.verdict.value,
+             md_text(", ".join(f"{h.hunk}: {h.verdict.value} @ {hunk_where(h)}" for h in p.hunks)),
              f"`{p.commit[:12]}`" if p.commit else "-"]
             for i, p in enumerate(report.patches, 1)]
     parts = [f"# patchkit apply `{report.ref}`\n",
@@ -115,8 +117,8 @@ def to_markdown(report) -> str:
     for p in report.patches:
         details = _noteworthy(p)
         if details or not p.good:  # a malformed patch has no hunks, only its detail
-            parts.append(f"\n## {p.name}: {p.verdict.value}\n\n{p.detail}\n"
-                         + ("\n```\n" + "\n".join(line for h in details for line in hunk_lines(h)) + "\n```\n"
+            parts.append(f"\n## {md_text(p.name)}: {p.verdict.value}\n\n{md_text(p.detail)}\n"
+                         + ("\n" + md_block("\n".join(line for h in details for line in hunk_lines(h)))
                             if details else ""))
     if report.checks is not None:
         from patchkit.report.check import to_markdown as checks_markdown
@@ -133,12 +135,13 @@ def to_markdown(report) -> str:
     if report.drift:
         parts += ["\n## Semantic drift since the lock\n\n",
                   md_table(["patch", "relies on", "before → after", "upstream commit", "lines", "reviewed"],
-                           [[f"`{d.patch}`", f"{d.kind} `{d.entity}` ({d.declared_in})",
-                             f"`{d.before}` → `{d.after}`", commit_md(d.culprit), ", ".join(d.lines),
-                             "yes" if d.reviewed else "**no**"] for d in report.drift])]
-        parts += [f"\n- `{d.patch}`: after a look, add `Reviewed-Drift: {d.entity} {d.culprit.commit[:12]}`\n"
+                           [[md_code(d.patch), f"{d.kind} {md_code(d.entity)} ({md_text(d.declared_in)})",
+                             f"{md_code(d.before)} → {md_code(d.after)}", commit_md(d.culprit),
+                             md_text(", ".join(d.lines)), "yes" if d.reviewed else "**no**"] for d in report.drift])]
+        parts += [f"\n- {md_code(d.patch)}: after a look, add "
+                  f"{md_code(f'Reviewed-Drift: {d.entity} {d.culprit.commit[:12]}')}\n"
                   for d in report.drift if d.culprit and not d.reviewed]
-    parts += [f"\n> warning: {w}\n" for w in report.warnings]
+    parts += [f"\n> warning: {md_text(w)}\n" for w in report.warnings]
     parts.append(f"\n**{summary_line(report)}**\n")
     return "".join(parts)
 

@@ -9,6 +9,7 @@ from patchkit.backends.probe import Availability
 from patchkit.backends.recipe import Recipe, Requirement
 from patchkit.backends.result import BuildReport, BuildResult, Status
 from patchkit.report import JUnitCase, junit_xml, md_table, to_json
+from patchkit.untrusted import md_text
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -20,7 +21,8 @@ _HEADERS = ["backend", "status", "configure", "build", "artifacts", "first error
 
 
 def to_markdown(report: BuildReport) -> str:
-    rows = [[f"`{r.backend}`", r.status.value, *_row(r)] for r in report.results]
+    # Upstream's CMake names the artifacts and its compilers write the first error: text, not Markdown.
+    rows = [[f"`{r.backend}`", r.status.value, *_markdown_row(_row(r))] for r in report.results]
     return f"## Builds\n\n{md_table(_HEADERS, rows)}\n{verdict(report)}\n"
 
 
@@ -155,6 +157,13 @@ def _row(r: BuildResult) -> list[str]:
             _seconds(r.build_seconds) if ran and r.build_seconds else "-",
             "\n".join(f"{Path(a.path).name} ({_size(a.size)})" for a in r.artifacts) or "-",
             _problem(r) or "-"]
+
+
+def _markdown_row(row: list[str]) -> list[str]:
+    """ROW (`_row`'s) in Markdown: its artifacts and problem (upstream's text) as text, line by line."""
+    *seconds, artifacts, problem = row
+    return [*seconds, *("\n".join(map(md_text, cell.split("\n"))) if cell != "-" else cell
+                        for cell in (artifacts, problem))]
 
 
 def _problem(r: BuildResult) -> str:

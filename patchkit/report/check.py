@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from patchkit import DISTRIBUTION, __version__
 from patchkit.checks.results import CheckReport, Region, RuleResult, SiteReport, SiteStatus, flag_shortener
 from patchkit.report import JUnitCase, junit_xml, md_table
+from patchkit.untrusted import md_code, md_text
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -73,21 +74,23 @@ def upstream_verdict(report: CheckReport) -> str:
 
 
 def to_markdown(report: CheckReport) -> str:
-    out = [f"# patchkit check\n\n**{verdict(report)}**\n\n"]
+    # Upstream's code (its calls, names, `#if 0` text) and paths are text: md_code and md_text.
+    out = [f"# patchkit check\n\n**{md_text(verdict(report))}**\n\n"]
     out.append(md_table(["rule", "file", "expected", "found", "verdict"], [
-        [r.id, f"`{_file(r)}`", "-" if r.expected is None else str(r.expected), str(r.found),
+        [r.id, md_code(_file(r)), "-" if r.expected is None else str(r.expected), str(r.found),
          "pass" if r.passed else "**fail**"] for r in report.rules]))
     problems = _problems(report)
     if problems:
-        out.append("\n## To act on\n\n" + "".join(f"- {p}\n" for p in problems))
+        out.append("\n## To act on\n\n" + "".join(f"- {md_text(p)}\n" for p in problems))
     if report.sites:
         out.append("\n## Sites\n\n" + md_table(["site", "call", "bound to", "class", "flags", "verdict"], [
-            [f"`{s.file}:{s.line}`", f"`{s.call}`", s.bound_to or "?", s.site_class, _flags(rule, s),
-             s.status.value if s.status is SiteStatus.OK else f"**{s.status.value}**"]
+            [md_code(f"{s.file}:{s.line}"), md_code(s.call), md_text(s.bound_to or "?"), s.site_class,
+             md_text(_flags(rule, s)), s.status.value if s.status is SiteStatus.OK else f"**{s.status.value}**"]
             for rule in report.rules for s in rule.sites]))
     regions = _regions(report)
     if regions:
-        out.append("\n## Not read as code\n\n" + "".join(f"- `{f}` {_region(g)}\n" for f, g in regions))
+        out.append("\n## Not read as code\n\n" + "".join(f"- {md_code(f)} {md_text(_region(g))}\n"
+                                                           for f, g in regions))
     return "".join(out)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from patchkit.report import JUnitCase, junit_xml, md_table
+from patchkit.untrusted import md_text
 
 _STYLE = {"ok": "green", "not-reached": "yellow"}
 _HEADERS = ["site", "call", "class", "calls", "flags seen", "verdict"]
@@ -72,14 +73,16 @@ def render_terminal(report, console) -> None:
 
 
 def to_markdown(report) -> str:
+    # Upstream's files, functions and calls, its server's messages and its build's error: text.
     parts = [f"## patchkit smoke ({report.backend})\n\n"]
     if report.attribution is not None:
-        parts.append(md_table(_HEADERS, site_rows(report)))
+        parts.append(md_table(_HEADERS, [list(map(md_text, row)) for row in site_rows(report)]))
         if report.attribution.other:
             parts += ["\nOther state calls (judged by nothing):\n\n",
-                      md_table(["where", "function", "flags", "calls"], other_rows(report))]
-    parts += [f"\n- {line}\n" for line in _problems(report)]
-    parts.append(f"\n**{summary_line(report)}**\n")
+                      md_table(["where", "function", "flags", "calls"],
+                               [list(map(md_text, row)) for row in other_rows(report)])]
+    parts += [f"\n- {md_text(line)}\n" for line in _problems(report)]
+    parts.append(f"\n**{md_text(summary_line(report))}**\n")
     return "".join(parts)
 
 

@@ -221,6 +221,7 @@ if(DEFINED ENV{GITHUB_ENV})
   file(APPEND "$ENV{GITHUB_ENV}" "LD_PRELOAD=/tmp/evil.so\\n")
 endif()
 file(WRITE "${CMAKE_BINARY_DIR}/seen.txt" "[$ENV{GITHUB_TOKEN}][$ENV{ACTIONS_RUNTIME_TOKEN}][$ENV{GITHUB_OUTPUT}]")
+execute_process(COMMAND "${CMAKE_COMMAND}" -E environment OUTPUT_FILE "${CMAKE_BINARY_DIR}/environment.txt")
 message(STATUS "::add-mask::hidden")
 message(FATAL_ERROR "\\n::error file=ggml.c,line=1::pwned\\n::stop-commands::tok\\n##[error]legacy")
 """
@@ -233,12 +234,16 @@ def test_a_hostile_upstream_build_reaches_no_command_file_token_or_workflow_comm
     command_file = tmp_path / "github-env"
     command_file.write_text("")
     env = {**os.environ, "NO_COLOR": "1", "GITHUB_ACTIONS": "true", "GITHUB_ENV": str(command_file),
-           "GITHUB_OUTPUT": str(command_file), "GITHUB_TOKEN": "ghp_secret", "ACTIONS_RUNTIME_TOKEN": "rt_secret"}
+           "GITHUB_OUTPUT": str(command_file), "GITHUB_TOKEN": "ghp_secret", "ACTIONS_RUNTIME_TOKEN": "rt_secret",
+           "GH_TOKEN": "gh_secret", "AWS_SECRET_ACCESS_KEY": "aws_secret", "TWINE_PASSWORD": "pw_secret",
+           "GOOGLE_APPLICATION_CREDENTIALS": "gcp_secret"}
     proc = subprocess.run([sys.executable, "-m", "patchkit", "build", str(tree), "-b", "cpu", "--recipes",
                            str(REPO_RECIPES)], capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 1, proc.stderr
     assert command_file.read_text() == ""
     assert (tree / "build/cpu/seen.txt").read_text() == "[][][]"
+    seen = (tree / "build/cpu/environment.txt").read_text()
+    assert "PATH=" in seen and not re.search(r"=\w+_secret$", seen, re.M), seen
     printed = proc.stdout + proc.stderr
     assert "pwned" in printed  # the message is shown ...
     assert not re.search(r"^[ \t\r]*(::|##\[)", printed, re.M), printed  # ... as text

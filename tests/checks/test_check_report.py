@@ -18,6 +18,7 @@ from check_helpers import PROMPT, SPEC, check_fixture, shipped_rules, uncounted_
 from patchkit.checks import run_checks
 from patchkit.report import check as render
 from patchkit.report import to_json
+from patchkit.untrusted import md_text
 
 FIXTURES = ["server-context.patched.cpp", "server-context.eight-sites.cpp",
             "server-context.conflict.cpp", "server-context.runtime-flags.cpp"]
@@ -65,9 +66,11 @@ def test_markdown_lists_rules_problems_sites_and_regions():
     text = render.to_markdown(check_fixture("server-context.prompt-on-device.cpp"))
     assert "**check: 1 of 2 rules failed on server-context.prompt-on-device.cpp**" in text
     assert "| prompt-cache-checkpoints-on-host | `tools/server/server-context.cpp` | 4 | 4 | **fail** |" in text
-    assert "- tools/server/server-context.cpp:152: prompt-cache site it->load_tgt(...) carries ON_DEVICE" in text
+    # upstream's code quoted as text (md_text: `it-&gt;load\_tgt` shows as it->load_tgt)
+    assert "- " + md_text("tools/server/server-context.cpp:152: prompt-cache site it->load_tgt(...) carries "
+                          "ON_DEVICE") in text
     assert "| `tools/server/server-context.cpp:152` | `it->load_tgt(...)` | checkpoints | prompt-cache " \
-           "| ON_DEVICE, PARTIAL_ONLY | **forbidden-flag** |" in text
+           f"| {md_text('ON_DEVICE, PARTIAL_ONLY')} | **forbidden-flag** |" in text
     assert "lines 176-179: #if 0 (not compiled)" in text
     assert text.count("line 43: parse error") == 1  # a file's regions once, though two rules read it
 
