@@ -689,11 +689,13 @@ class _FileLadder:
     def _merged_alone(self, h: Hunk, base: Base) -> bool:
         """Whether the 3-way merge of hunk H alone (its base's pre-image, and that with H applied
         at its one place there) is clean and gives what the line steps give: H's own lines went
-        where the line steps put it, whatever upstream did to another hunk's lines."""
+        where the line steps put it, whatever upstream did to another hunk's lines. Its pre-image
+        must be once in the base: of twins there the merge may take either."""
         pre = base.pre_lines
-        start = witnesses.place_in(h, pre)
-        if start is None:
+        starts = ladder.occurrences(h.old_lines, pre, ladder.line_index(pre))
+        if len(starts) != 1:
             return False
+        start = starts[0]
         post = ladder.splice(pre, [ladder.Place(start, len(h.old_lines), h.new_lines)])
         result, conflicts = git.merge_file(self.current, base.pre, _bytes(post or []))
         return not conflicts and _bytes(ladder.splice(self.lines, [self.places[h.index]]) or []) == result
@@ -964,6 +966,7 @@ class Applier:
         self._moves: dict[str, str | None] = {}  # a path upstream lacks -> where it moved
         self.renames: dict[str, str] = {}  # old path -> new, for every file a patch followed there
         self._parsed: dict[str, CppScopes] = {}  # path -> the last C++ parse of it (`apply_file`)
+        self._had: dict[tuple[str, str], bool] = {}  # (path, text) -> `_ever_had`
 
     def apply(self, patch: Patch) -> _Applied:
         if patch.malformed:
@@ -976,14 +979,19 @@ class Applier:
         blank = self._blank_not_found(patch, hunks)
         short: tuple[str, ...] = ()
         read = patch  # as it was read for the result
+        if blank and not self.fuzz:
+            return self._malformed(patch, blank)
         if blank:
             # The other reading of a hunk one line short: as written, the line deleted by hand
-            # being another than a blank last one. Taken where every such hunk is found so.
+            # being another than a blank last one. Its header's last line is missing: GNU patch
+            # places it so only with fuzz 1 (`_short_read`). Taken where every such hunk is placed
+            # within the --fuzz asked, that line counted.
             written = _as_written(patch, {(v.file, v.hunk) for v in hunks if v.verdict not in _BLANK_FOUND})
             hunks, changes, read = *self._place(written), written
-            found = {(v.file, v.hunk): v.verdict for v in hunks}
-            if any(found.get((fc.path, h.index)) not in _BLANK_FOUND | {Verdict.FUZZED}
-                   for fc, h in _short_hunks(patch, written)):
+            short_keys = {(fc.path, h.index) for fc, h in _short_hunks(patch, written)}
+            hunks = [_short_read(v) if (v.file, v.hunk) in short_keys else v for v in hunks]
+            if any(v.verdict not in _BLANK_FOUND | {Verdict.FUZZED} or v.fuzz > self.fuzz
+                   for v in hunks if (v.file, v.hunk) in short_keys):
                 return self._malformed(patch, blank)
             short = tuple(f"{patch.name}:{h.blank_read_at}: hunk {h.index} of {fc.path} is one line short of its "
                           "header's count, and upstream has no blank line there: read as written"
@@ -1008,7 +1016,7 @@ class Applier:
             verdicts, change = self._apply_file(fc, recorded, changes)
             hunks += verdicts
             changes.update(change)
-        return self._told_whole(patch, self._mark_blocked(patch, hunks)), changes
+        return self._told_whole(patch, self._mark_blocked(patch, hunks), recorded), changes
 
     def _files_at_base(self, patch: Patch) -> dict[str, Base]:
         """PATCH's text files before and after it where the queue was made (`--base`), when it
@@ -1029,19 +1037,21 @@ class Applier:
                                                     own=True)
         return pairs
 
-    def _told_whole(self, patch: Patch, hunks: list[HunkVerdict]) -> list[HunkVerdict]:
+    def _told_whole(self, patch: Patch, hunks: list[HunkVerdict], recorded: str | None) -> list[HunkVerdict]:
         """HUNKS, where upstream adopted the patch, each hunk not found applied said to be so too:
         some hunks are upstream's already, and the block of lines each other one only adds stands
-        beside its place (upstream put the same test case a few lines off). Placing them would
-        add second copies."""
+        beside its place (upstream put the same test case a few lines off), one more copy of it
+        than its base (RECORDED: the last good run's commit) had. Placing them would add second
+        copies. Without a base nothing tells a block upstream adopted from one it always had."""
         pending = [v for v in hunks if v.verdict is not Verdict.ALREADY_APPLIED]
         if len(pending) == len(hunks) or not pending or not all(v.verdict.good for v in pending):
             return hunks
         told = {}
         for v in pending:
-            h = next(h for fc in patch.files if fc.path == v.file for h in fc.hunks if h.index == v.hunk)
-            current = self.tree.read(v.file)
-            at = witnesses.adopted_block_at(h, _lines(current)) if current is not None else None
+            fc, h = next((fc, h) for fc in patch.files if fc.path == v.file for h in fc.hunks if h.index == v.hunk)
+            current, base = self.tree.read(v.file), self._base(fc, recorded)
+            at = witnesses.adopted_block_at(h, _lines(current), base.pre_lines) \
+                if current is not None and base is not None else None
             if at is None:
                 return hunks
             told[id(v)] = replace(v, verdict=Verdict.ALREADY_APPLIED, actual_line=at + 1, offset=None,
@@ -1198,10 +1208,14 @@ class Applier:
         return made[-1] if made else None
 
     def _ever_had(self, path: str, text: str) -> bool:
-        """Whether any commit of upstream's history up to the target added or removed TEXT in PATH
-        (so some version of the file had it)."""
-        return bool(git.run(["log", "-n1", "--format=%H", f"-S{text}", self.revision.commit, "--", path],
-                            cwd=self.mirror.path))
+        """Whether any commit of upstream's history up to the target added or removed TEXT in PATH,
+        or in the file under the names it had before upstream moved it (so some version of the file
+        had it). Asked once per path and text in a run: a queue's patches name the same sections."""
+        key = (path, text)
+        if key not in self._had:
+            self._had[key] = bool(git.run(["log", "-n1", "--format=%H", "--follow", f"-S{text}", self.revision.commit,
+                                           "--", f":(literal){path}"], cwd=self.mirror.path))
+        return self._had[key]
 
     def _line_origin(self, path: str, base: str, old: str, new: str) -> LineOrigin | None:
         """Where line NEW came into PATH in upstream's history from the upstream commit under BASE
@@ -1288,6 +1302,18 @@ def _as_written(patch: Patch, keys: set[tuple[str, int]]) -> Patch:
         return replace(h, old_lines=h.old_lines[:-1], new_lines=h.new_lines[:-1],
                        trailing_context=h.trailing_context - 1, blank_read_at=None)
     return replace(patch, files=tuple(replace(fc, hunks=tuple(written(fc, h) for h in fc.hunks)) for fc in patch.files))
+
+
+def _short_read(v: HunkVerdict) -> HunkVerdict:
+    """The verdict of a hunk read as written, one line short of its header's count: where it was
+    placed by its lines, the line its header promised and it lacks is one line of fuzz (GNU patch
+    places it with fuzz 1, not with -F0)."""
+    if v.verdict not in (Verdict.CLEAN, Verdict.OFFSET, Verdict.FUZZED):
+        return v
+    fuzz = v.fuzz + 1
+    return replace(v, verdict=Verdict.FUZZED, fuzz=fuzz, offset=v.offset or 0,
+                   detail="; ".join(filter(None, [f"read as written, one line short of its header's count: "
+                                                  f"placed with fuzz {fuzz}", v.detail])))
 
 
 def _short_hunks(patch: Patch, written: Patch) -> Iterator[tuple[FileChange, Hunk]]:

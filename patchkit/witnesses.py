@@ -32,10 +32,11 @@ def neighbours_pick(h: Hunk, places: tuple[ladder.Place, ...], offsets: set[int]
     return near[0], offset
 
 
-def adopted_block_at(h: Hunk, lines: list[str]) -> int | None:
+def adopted_block_at(h: Hunk, lines: list[str], pre: list[str]) -> int | None:
     """Where (0-based) upstream's LINES have the block hunk H adds, near where its context is:
     for a hunk that removes nothing and adds one run of at least two lines of code, once within
-    the hunk's length of that place. None where it is not so."""
+    the hunk's length of that place, and once more in LINES than in the base's pre-image PRE (a
+    block the base already had there is its own, not the patch's adopted). None where it is not so."""
     lead, trail = h.leading_context, h.trailing_context
     added = h.new_lines[lead:len(h.new_lines) - trail]
     if len(h.old_lines) != lead + trail or sum(1 for line in added if re.search(r"\w", line)) < 2:
@@ -45,7 +46,10 @@ def adopted_block_at(h: Hunk, lines: list[str]) -> int | None:
     if near is None:
         return None
     lo, hi = near[0] - len(h.new_lines), near[0] + 2 * len(h.new_lines)
-    found = [s for s in ladder.occurrences(added, lines, index) if lo <= s <= hi]
+    everywhere = ladder.occurrences(added, lines, index)
+    if len(everywhere) != len(ladder.occurrences(added, pre, ladder.line_index(pre))) + 1:
+        return None
+    found = [s for s in everywhere if lo <= s <= hi]
     return found[0] if len(found) == 1 else None
 
 
@@ -140,14 +144,15 @@ def merge_only_candidate(unresolved: list[Hunk], pre: list[str], lines: list[str
     lines among them), its section (if any) too, and the lines on each side of every change the
     merge made are once upstream and at most once in the base. A function deleted and a copy slid
     into its place, twins upstream made: each leaves one of these twice, or a line of the
-    pre-image or the section gone."""
-    text = "".join(lines)
+    pre-image or the section gone. A section stands where a whole line, stripped, begins with it
+    (a comment or a string quoting its text is none)."""
+    stripped = [line.strip() for line in lines]
     pre_index = ladder.line_index(pre)
     for h in unresolved:
         if len(ladder.occurrences(h.old_lines, pre, pre_index)) != 1 or \
                 len(ladder.occurrences(h.old_lines, lines, index)) > 1 or \
                 any(line not in index for line in h.old_lines) or \
-                (h.section and h.section.strip() not in text):
+                (h.section and not any(line.startswith(h.section.strip()) for line in stripped)):
             return False
     for i1, i2, _, _ in changes:
         for side in (tuple(lines[max(0, i1 - 3):i1]), tuple(lines[i2:i2 + 3])):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from patchkit.apply import Base, Verdict, apply_file
+from patchkit.apply import Base, Verdict, _FileLadder, _lines, apply_file
+from patchkit.ladder import Place
 from patchkit.queue import FileChange, Hunk
 from patchkit.scopes import funcname_at
 
@@ -256,3 +257,24 @@ def test_lines_are_split_at_newlines_only():
 def test_gits_section_is_cut_at_80_bytes_not_characters():
     line = "static void " + "\u00e9" * 50 + "() {"
     assert funcname_at([line, "x"], 1).encode("utf-8", errors="surrogateescape") == line.encode()[:80]
+
+
+def test_a_hunks_own_merge_vouches_for_its_place_only_with_one_place_in_its_base():
+    """`_merged_alone` (the witness that keeps a moved hunk where the whole file's merge
+    conflicts): with the pre-image twice in the base, the merge may take either twin."""
+    twin = ["{", *BLOCK, "}"]
+    pre = ["void f()", *twin, "void g()", *twin]
+    h = hunk(BLOCK, CHANGED, 3)
+    post = ["void f()", "{", *CHANGED, "}", "void g()", *twin]
+    base = Base("the base", text(pre), text(post))
+    upstream = ["#include <a.h>", "#include <b.h>", *pre]  # two lines added above: both places moved
+    fc = FileChange("f.c", "f.c", None, None, (h,))
+    file_ladder = _FileLadder(fc, text(upstream), lambda f: base, 0)
+    file_ladder.places[h.index] = Place(4, len(BLOCK), h.new_lines)
+    assert _lines(text(upstream))[4] == BLOCK[0] + "\n"
+    assert not file_ladder._merged_alone(h, base)
+    once = ["void f()", *twin, "void g()", "{", "    other();", "}"]
+    file_ladder = _FileLadder(fc, text(["#include <a.h>", "#include <b.h>", *once]),
+                              lambda f: Base("the base", text(once), text(post[:7] + once[7:])), 0)
+    file_ladder.places[h.index] = Place(4, len(BLOCK), h.new_lines)
+    assert file_ladder._merged_alone(h, file_ladder.base())

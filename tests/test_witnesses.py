@@ -25,12 +25,14 @@ def test_an_adopted_block_stands_beside_the_place_of_a_hunk_that_only_adds_it():
     block = ["    for (int n : {1, 7}) {\n", "        run(n);\n", "    }\n"]
     h = hunk(["    one();\n", "    two();\n"], ["    one();\n", *block, "    two();\n"], 3, 1, 1)
     upstream = ["void f() {\n", "    zero();\n", *block, "    one();\n", "    two();\n", "}\n"]
-    assert witnesses.adopted_block_at(h, upstream) == 2
-    assert witnesses.adopted_block_at(h, ["void f() {\n", "    one();\n", "    two();\n", "}\n"]) is None
+    pre = ["void f() {\n", "    zero();\n", "    one();\n", "    two();\n", "}\n"]
+    assert witnesses.adopted_block_at(h, upstream, pre) == 2
+    assert witnesses.adopted_block_at(h, ["void f() {\n", "    one();\n", "    two();\n", "}\n"], pre) is None
+    assert witnesses.adopted_block_at(h, upstream, upstream) is None  # the base had it there: not adopted
     removes = hunk(["    one();\n", "    gone();\n"], ["    one();\n", *block], 3, 1, 0)
-    assert witnesses.adopted_block_at(removes, upstream) is None  # it removes a line: no adoption to tell
+    assert witnesses.adopted_block_at(removes, upstream, pre) is None  # it removes a line: no adoption to tell
     brace = hunk(["    one();\n", "    two();\n"], ["    one();\n", "    }\n", "    two();\n"], 3, 1, 1)
-    assert witnesses.adopted_block_at(brace, upstream + ["    }\n"]) is None  # a trivial block proves nothing
+    assert witnesses.adopted_block_at(brace, upstream + ["    }\n"], pre) is None  # a trivial block proves nothing
 
 
 def test_a_function_moved_whole_keeps_its_place_a_twin_that_slid_in_does_not():
@@ -61,6 +63,8 @@ def test_a_clean_merge_is_the_one_candidate_only_without_twins_in_base_or_upstre
     assert not witnesses.merge_only_candidate([h], pre, twin, ladder.line_index(twin), change)  # its sides twice
     gone = ["int g() {\n", *upstream[1:]]
     assert not witnesses.merge_only_candidate([h], pre, gone, ladder.line_index(gone), change)  # the section gone
+    quoted = ["// was int f() { once\n", *gone]  # its text only inside another line: no section line
+    assert not witnesses.merge_only_candidate([h], pre, quoted, ladder.line_index(quoted), [(4, 5, 4, 5)])
 
 
 def test_a_hunk_without_a_section_is_named_by_its_base():
