@@ -255,7 +255,7 @@ class _FileLadder:
         self._scopes: dict[str, CppScopes] = {}
         self.parsed_before: CppScopes | None = None  # another version's parse, from an earlier patch
         self._own_scope: dict[int, str | None] = {}
-        self._own_start: dict[int, int] = {}  # where the hunk's place is in the base's pre-image
+        self._fates: dict[int, witnesses.SectionFate | None] = {}  # a hunk's `section_fate`
         self.sections = Sections(self.lines)
         self._cuts: dict[str, set[str]] = {}  # a hunk's section -> the file's section texts it may be cut from
         self.verdicts: dict[int, HunkVerdict] = {}
@@ -303,8 +303,8 @@ class _FileLadder:
           1. recorded line: the pre-image there is placed (clean) where the section names that
              place (`_fits_as_recorded`: any tool's rule, or the block its line opens), at the
              patch's own base whatever the section says (`at_own_base`), or where the section is
-             in no version of the file and this is the pre-image's one place (section fate,
-             `_only_place_unnamed`); the post-image there is `already-applied`.
+             in no version of the file and this is the pre-image's one place (its fate,
+             `section_fate`: `_placed_by_fate`); the post-image there is `already-applied`.
           2. the whole file: every other place of the pre- or post-image, each judged (`judge`)
              by its section (a cut that begins several functions' lines says nothing:
              `_named_uniquely`; a function that moved whole keeps its hunk:
@@ -346,9 +346,11 @@ class _FileLadder:
         exact = ladder.find_exact(h, self.lines)
         # At the recorded line only the section rules are asked (a parse per file would cost every
         # clean apply); a twin that moved exactly there is still no candidate.
-        if exact and (self._fits_as_recorded(h, exact.start, h.old_lines) or self.at_own_base()
-                      or self._only_place_unnamed(h, exact.start)):
+        if exact and (self._fits_as_recorded(h, exact.start, h.old_lines) or self.at_own_base()):
             self.found(h, Verdict.CLEAN, exact)
+            return True
+        if exact and (fated := self._placed_by_fate(h, exact.start)):
+            self.found(h, Verdict.CLEAN, exact, detail=fated)
             return True
         # The post-image where the patch put it settles it, whatever twins the file has.
         at_line = ladder.applied_at_recorded_line(h, self.lines)
@@ -366,32 +368,40 @@ class _FileLadder:
             self.found(h, Verdict.OFFSET, moved.place)
         elif applied.place:
             self.found(h, Verdict.ALREADY_APPLIED, applied.place, detail="upstream has this change")
-        elif not applied.refused and len(moved.refused) == 1 and self._only_place_unnamed(h, moved.refused[0].start):
+        elif not applied.refused and len(moved.refused) == 1 and \
+                (fated := self._placed_by_fate(h, moved.refused[0].start)):
             self.found(h, Verdict.OFFSET, ladder.Place(moved.refused[0].start, len(h.old_lines), h.new_lines),
-                       detail=f"the section `{h.section}` is in no version of the file: it says nothing, and "
-                              "this is the one place of the pre-image")
+                       detail=fated)
         else:
             refusal = _refusal("pre-image", moved) or _refusal("post-image", applied)
-            if refusal:
-                self.refusals[h.index] = refusal
+            if refusal:  # before what the section's fate found (a history that shows no rename)
+                self.refusals[h.index] = "; ".join(filter(None, [refusal, self.refusals.get(h.index)]))
             return False
         return True
 
-    def _only_place_unnamed(self, h: Hunk, start: int) -> bool:
-        """Whether 0-based START, where H's pre-image is found, is its one place in the file, its
-        section saying nothing: a section no version of the file ever had (a hand-written one,
-        another tool's rule) names no function to hold it to, so the hunk goes where its lines are,
-        as git am -3 and GNU patch put it; the parse of its base, where there is one, still
-        vetoes."""
+    def _placed_by_fate(self, h: Hunk, start: int) -> str | None:
+        """Why 0-based START, where H's pre-image is found, is its place by its section's fate
+        (`section_fate`), where it is its one place in the file: a section no version of the file
+        ever had (a hand-written one, another tool's rule) names no function to hold it to, so the
+        hunk goes where its lines are, as git am -3 and GNU patch put it, unless the parse of its
+        base names another scope. (A rename is followed by the merge's check, which has the base
+        a rename needs: `_merged_elsewhere`.) None: the fate does not place it."""
         if not h.section or ladder.occurrences(h.old_lines, self.lines, self.index) != [start]:
-            return False
-        base = self.base()
-        texts = [self.current.decode("utf-8", errors="surrogateescape")] + \
-            ([base.pre.decode("utf-8", errors="surrogateescape")] if base is not None else [])
-        section = h.section.strip()
-        # the costly questions last: the parse, then the file's history
-        return not any(section in text for text in texts) and self._ever_had is not None and \
-            "\0" not in section and not self._parse_refuses(h, start) and not self._ever_had(section)
+            return None
+        fate = self.section_fate(h)
+        if fate is not None and fate.fate is witnesses.Fate.NEVER and not self._parse_refuses(h, start):
+            return f"{fate}, and this is the one place of the pre-image"
+        return None
+
+    def section_fate(self, h: Hunk) -> witnesses.SectionFate | None:
+        """What became of H's section (`witnesses.section_fate`), asked once per hunk: the rename
+        through the base and upstream's history, then the file's history."""
+        if h.index not in self._fates:
+            base = self.base()
+            self._fates[h.index] = witnesses.section_fate(
+                h.section, self.lines, base.pre_lines if base is not None else [],
+                lambda: self._renamed_line(h, base) if base is not None else None, self._ever_had)
+        return self._fates[h.index]
 
     def _fits_as_recorded(self, h: Hunk, start: int, block: tuple[str, ...]) -> bool:
         """Whether BLOCK, found at the recorded line START, is in the hunk's own section: under any
@@ -500,35 +510,20 @@ class _FileLadder:
                 start = witnesses.place_in(h, pre)
                 if start is not None:
                     self._own_scope[h.index] = self._scopes_of("pre", pre).scope_at(start + witnesses.anchor(h))
-                    self._own_start[h.index] = start
         return self._own_scope[h.index]
 
     def _renamed(self, h: Hunk) -> str | None:
-        """The hunk's own function (C/C++) as upstream names it now, when the base shows it renamed:
-        the function's line, which the hunk's section names, is the one line upstream replaced
-        there. None when it was not renamed, or the base does not show it.
-
-        The difference of two files cannot tell a rename from a copy added under a new name while
-        the function was there, the function deleted later: the copy slid into its place, and the
-        patch's function is gone. Where the base is a commit, upstream's history since it tells:
-        only a commit that replaced the line (the old one gone in it) renamed the function. An
-        index blob's commit is the oldest upstream one holding it; with none known, the
-        difference alone decides."""
-        own, start, base = self._own_function(h), self._own_start.get(h.index), self.base()
-        if not own or start is None or base is None:
+        """The hunk's own function (C/C++) as upstream names it now, where its section's fate is a
+        rename (`section_fate`) of the line that opens that function in the base: the scope the
+        parse finds at the new line. None when it was not renamed, or the base does not show it."""
+        fate, own, base = self.section_fate(h), self._own_function(h), self.base()
+        renamed = fate.renamed if fate is not None else None
+        if renamed is None or not own or base is None:
             return None
         pre = base.pre_lines
-        replaced = self._replaced_section_line(h, pre, start)
-        if replaced is None or self._scopes_of("pre", pre).scope_at(replaced[0]) != own:
-            return None  # not replaced, or the section names a class or a label, not the function
-        at, now = replaced
-        if len(ladder.occurrences(h.old_lines, self.lines, self.index)) > \
-                len(ladder.occurrences(h.old_lines, pre, ladder.line_index(pre))):
-            return None  # a split into twins, not a rename: which twin the diff calls renamed is chance
-        renamed = self._scopes_of("current", self.lines).scope_at(now) or None
-        if renamed is not None and not self._rename_shown(h, base, pre[at], self.lines[now]):
-            return None
-        return renamed
+        if self._scopes_of("pre", pre).scope_at(renamed.was_at) != own:
+            return None  # the section names a class or a label, not the function
+        return self._scopes_of("current", self.lines).scope_at(renamed.now_at) or None
 
     def _replaced_section_line(self, h: Hunk, pre: list[str], start: int) -> tuple[int, int] | None:
         """(its line in PRE, the line in upstream's file) where the line that opens H's function, above
@@ -545,17 +540,20 @@ class _FileLadder:
             return None  # the line is unchanged, or went with others around it
         return at, replaced[2]
 
-    def _rename_shown(self, h: Hunk, base: Base, old: str, new: str) -> bool:
+    def _rename_shown(self, h: Hunk, base: Base, old: str, new: str) -> tuple[bool, str | None]:
         """Whether upstream's history since the base shows line OLD renamed to NEW (`_not_renamed_upstream`;
-        without a base commit the difference alone decides); why not goes to H's refusal."""
-        why = self._not_renamed_upstream(base.commit, old, new) if base.commit is not None else None
+        without a base commit the difference alone decides), and the commit that did; why not goes
+        to H's refusal."""
+        origin = self._history(base.commit, old, new) if self._history and base.commit is not None else None
+        why = self._not_renamed_upstream(base.commit, old, new, origin) if base.commit is not None else None
         if why and why not in self.refusals.get(h.index, ""):
             self.refusals[h.index] = "; ".join(filter(None, [self.refusals.get(h.index), why]))
-        return why is None
+        return why is None, origin.commit if origin is not None else None
 
-    def _not_renamed_upstream(self, commit: str, old: str, new: str) -> str | None:
-        """Why upstream's history since the base COMMIT shows no rename of line OLD into NEW."""
-        origin = self._history(commit, old, new) if self._history else None
+    @staticmethod
+    def _not_renamed_upstream(commit: str, old: str, new: str, origin: LineOrigin | None) -> str | None:
+        """Why upstream's history since the base COMMIT shows no rename of line OLD into NEW, ORIGIN
+        being where NEW came in."""
         was, now = f"`{old.strip()}`", f"`{new.strip()}`"
         if origin is None:
             return f"upstream's history since {commit[:12]} does not show {now} replacing {was}: no rename is taken"
@@ -623,7 +621,9 @@ class _FileLadder:
             return None
         verdict = Verdict.ALREADY_APPLIED if result == self.current else Verdict.MERGED
         for h in unresolved:
-            self.found(h, verdict, None, detail=f"3-way merge from {base.label}{note}")
+            fate = self._fates.get(h.index)  # a rename the merge's check followed
+            followed = f"; {fate}" if fate is not None and fate.fate is witnesses.Fate.RENAMED else ""
+            self.found(h, verdict, None, detail=f"3-way merge from {base.label}{note}{followed}")
         return result
 
     def _pick(self, h: Hunk, merged: list[str], base: Base) -> bool:
@@ -733,13 +733,13 @@ class _FileLadder:
         """Where the merge put a change (in a file without the C++ parse) under a section that no
         hunk of the patch names, read where that hunk would start: the patch's function deleted
         upstream and a copy slid into its place. A section line upstream replaced by one other
-        line is the function renamed only where upstream's history shows it (`_renamed_line`)."""
+        line is the function renamed only where upstream's history shows it (`section_fate`)."""
         base = self.base()
         if base is None or not any(h.section for h in self.fc.hunks):
             return None
         sections = Sections(merged)
-        renamed = [text for h in self.fc.hunks for line in [self._renamed_line(h, base)] if line
-                   for text in section_texts(line)]
+        renamed = [text for h in self.fc.hunks for fate in [self.section_fate(h)] if fate and fate.renamed
+                   for text in section_texts(fate.renamed.line)]
 
         def own(h: Hunk, start: int) -> bool:
             found = list(sections.at(start))
@@ -755,15 +755,19 @@ class _FileLadder:
                         + ", ".join(dict.fromkeys(f"`{h.section}`" for h in self.fc.hunks if h.section)))
         return None
 
-    def _renamed_line(self, h: Hunk, base: Base) -> str | None:
-        """The line that replaced the one H's section was written for, where upstream's history
-        shows a rename; None otherwise."""
+    def _renamed_line(self, h: Hunk, base: Base) -> witnesses.Renamed | None:
+        """The line that replaced the one that opens H's function at its place in the base (the
+        section's, or its own first line), where upstream's history shows a rename (the question
+        `section_fate` asks); None otherwise. A split into twins is no rename: which twin the
+        difference calls renamed is chance."""
         pre = base.pre_lines
-        starts = ladder.occurrences(h.old_lines, pre, ladder.line_index(pre))
-        replaced = self._replaced_section_line(h, pre, starts[0]) if len(starts) == 1 else None
-        if replaced is None or not self._rename_shown(h, base, pre[replaced[0]], self.lines[replaced[1]]):
+        start = witnesses.place_in(h, pre)
+        replaced = self._replaced_section_line(h, pre, start) if start is not None else None
+        if replaced is None or len(ladder.occurrences(h.old_lines, self.lines, self.index)) > \
+                len(ladder.occurrences(h.old_lines, pre, ladder.line_index(pre))):
             return None
-        return self.lines[replaced[1]]
+        shown, commit = self._rename_shown(h, base, pre[replaced[0]], self.lines[replaced[1]])
+        return witnesses.Renamed(replaced[0], replaced[1], self.lines[replaced[1]], commit) if shown else None
 
     def _moved_apart(self, merged: list[str]) -> str | None:
         """Where the merge put lines a hunk adds beside one side of its context while the other

@@ -4,7 +4,10 @@ to say; none decides alone."""
 
 from __future__ import annotations
 
+import enum
 import re
+from dataclasses import dataclass
+from typing import Callable
 
 from patchkit import ladder
 from patchkit.queue import Hunk
@@ -160,3 +163,65 @@ def merge_only_candidate(unresolved: list[Hunk], pre: list[str], lines: list[str
                          len(ladder.occurrences(side, pre, pre_index)) > 1):
                 return False
     return True
+
+
+class Fate(str, enum.Enum):
+    """What became of the section a hunk's `@@` names, in the file's history."""
+
+    STANDS = "stands"  # a line of the target begins with it
+    RENAMED = "renamed"  # a commit replaced its line with another
+    NEVER = "never"  # no version of the file had it: hand-written, or another tool's funcname rule
+    DELETED = "deleted"  # some version had it, the target has not
+
+
+@dataclass(frozen=True)
+class Renamed:
+    """A section line one line replaced: its 0-based line in the base's pre-image, the line that
+    replaced it in upstream's file, and the upstream commit that did (None: only the difference
+    of the two files shows it)."""
+
+    was_at: int
+    now_at: int
+    line: str
+    commit: str | None
+
+
+@dataclass(frozen=True)
+class SectionFate:
+    fate: Fate
+    section: str
+    renamed: Renamed | None = None
+
+    def __str__(self) -> str:
+        """The fate as a verdict's detail says it."""
+        if self.fate is Fate.RENAMED and self.renamed is not None:
+            where = f" in {self.renamed.commit[:12]}" if self.renamed.commit else " (by the base's difference)"
+            return f"the section `{self.section}` was renamed `{self.renamed.line.strip()}`{where}; followed"
+        return {Fate.STANDS: f"the section `{self.section}` stands in the file",
+                Fate.NEVER: f"the section `{self.section}` is in no version of the file: it says nothing",
+                Fate.DELETED: f"the section `{self.section}` was in the file's history and is gone"}[self.fate]
+
+
+def defines_section(lines: list[str], section: str) -> bool:
+    """Whether a whole line of LINES, stripped, begins with SECTION (a comment or a string quoting
+    its text is no section line)."""
+    wanted = section.strip()
+    return any(line.strip().startswith(wanted) for line in lines if wanted in line)
+
+
+def section_fate(section: str, lines: list[str], pre: list[str], renamed: Callable[[], Renamed | None],
+                 ever_had: Callable[[str], bool] | None) -> SectionFate | None:
+    """What became of SECTION (None: the hunk names none) in upstream's file LINES: RENAMED asks
+    whether a commit replaced the line that opens the hunk's function (the section's, or the
+    hunk's own first line: a hunk that begins at its function's first line names the one before),
+    with the base's pre-image PRE; else it stands where a line of LINES begins with it; else
+    EVER_HAD tells whether any version of the file had its text (None: not known, taken as yes)."""
+    if not section:
+        return None
+    found = renamed()
+    if found is not None:
+        return SectionFate(Fate.RENAMED, section, found)
+    if defines_section(lines, section):
+        return SectionFate(Fate.STANDS, section)
+    had = defines_section(pre, section) or ever_had is None or "\0" in section or ever_had(section.strip())
+    return SectionFate(Fate.DELETED if had else Fate.NEVER, section)

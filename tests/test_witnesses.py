@@ -73,3 +73,26 @@ def test_a_hunk_without_a_section_is_named_by_its_base():
     assert not witnesses.named_elsewhere_in_base(h, pre, ["int a;\n", *pre], 2)
     slid = ["void g() {\n", "    x();\n", "}\n"]  # f gone, a twin slid into its lines
     assert witnesses.named_elsewhere_in_base(h, pre, slid, 1)
+
+
+def test_a_sections_fate_is_asked_cheap_questions_first():
+    asked: list[str] = []
+
+    def ever_had(text: str) -> bool:
+        asked.append(text)
+        return text == "int gone(void)"
+
+    def fate(section: str, lines: list[str], renamed: witnesses.Renamed | None = None):
+        return witnesses.section_fate(section, lines, ["int gone(void)\n"], lambda: renamed, ever_had)
+
+    assert fate("", ["int f(void)\n"]) is None  # no section: nothing to ask
+    assert fate("int f(void)", ["  int f(void) {\n"]).fate is witnesses.Fate.STANDS and asked == []
+    quoted = ["// int f(void) was here\n"]  # its text in a comment is no section line
+    assert fate("int f(void)", quoted).fate is witnesses.Fate.NEVER and asked == ["int f(void)"]
+    assert fate("int gone(void)", quoted).fate is witnesses.Fate.DELETED  # the base had it
+    renamed = witnesses.Renamed(0, 3, "int g(void)\n", "abc123def4567890")
+    followed = fate("int gone(void)", quoted, renamed)
+    assert followed.fate is witnesses.Fate.RENAMED
+    assert str(followed) == "the section `int gone(void)` was renamed `int g(void)` in abc123def456; followed"
+    unknown = witnesses.section_fate("int h(void)", [], [], lambda: None, None)
+    assert unknown.fate is witnesses.Fate.DELETED  # no history to ask: it may have had it
