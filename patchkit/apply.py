@@ -297,33 +297,41 @@ class _FileLadder:
 
     def run(self) -> tuple[list[HunkVerdict], bytes | None]:
         """The placement policy: the witnesses, asked in this order, cheap before costly (the
-        C++ parse, the file's history last); each decides only what is said here.
+        C++ parse, the file's history last); each decides only what is said here. The pure ones
+        (on lines only) are in `witnesses`, each with its own tests.
 
         Per hunk, the line steps (`_line_steps`):
-          1. recorded line: the pre-image there is placed (clean) where the section names that
-             place (`_fits_as_recorded`: any tool's rule, or the block its line opens), at the
-             patch's own base whatever the section says (`at_own_base`), or where the section is
-             in no version of the file and this is the pre-image's one place (its fate,
-             `section_fate`: `_placed_by_fate`); the post-image there is `already-applied`.
-          2. the whole file: every other place of the pre- or post-image, each judged (`judge`)
-             by its section (a cut that begins several functions' lines says nothing:
-             `_named_uniquely`; a function that moved whole keeps its hunk:
-             `witnesses.moved_whole`), then by the parse of the base (`_parse_refuses`). Two or
-             more candidates are twins: ambiguous, left to the merge; one is placed; none leaves
-             the hunk undecided, the refusals kept for its verdict.
-        Per file, the exact base's 3-way merge (`_merge`, with the index blob or the last good
-          run): it places the undecided hunks unless it conflicts or puts a change where the
-          patch has none (`_moved_apart`, `_merged_elsewhere`; a clean merge with no twin of its
-          lines in base or target is the one candidate: `witnesses.merge_only_candidate`); it
-          picks a twin where the base shows the same twins in the same order (`_pick`); and
-          where it disagrees with a place the line steps moved a hunk to, or conflicts, neither
-          is trusted (`_disagreements`, `_refuse_moved`), unless the hunk's own merge agrees or
-          its function moved whole.
+          1. recorded line: the pre-image there is clean where the section names that place
+             (`_fits_as_recorded`: any tool's rule, or the block its line opens), at the patch's
+             own base whatever the section says (`at_own_base`), or where the section's fate is
+             NEVER (`witnesses.section_fate`) and this is its one place (`_placed_by_fate`); the
+             post-image there is `already-applied`.
+          2. the whole file: every other place of the pre- or post-image, each judged (`judge`):
+             a function that moved whole keeps its hunk (`witnesses.moved_whole`); else the
+             section must name it (a cut that begins several functions' lines says nothing:
+             `_named_uniquely`), then the parse of the base (`_parse_refuses`). Two or more
+             candidates are twins: ambiguous, left to the merge; one is placed; none refused
+             but one, under a section whose fate is NEVER, is placed (`_placed_by_fate`); else
+             the hunk is undecided, the refusals kept for its verdict.
+        Per file, the exact base's 3-way merge (`_merge`, with the index blob, the --base commit
+          or the last good run):
+          - it conflicts: the undecided hunks are refused, and every hunk the line steps moved,
+            unless its own merge agrees (`_merged_alone`) or its function moved whole;
+          - twins: it picks the one it changed where the base has the same twins in the same
+            order (`_pick`: `witnesses.touched`, `witnesses.in_base_order`);
+          - a hunk the line steps placed elsewhere than the merge: neither is trusted
+            (`_disagreements`: `witnesses.placed_differently`);
+          - the undecided hunks: placed by it unless it puts a change where the patch has none:
+            added lines beside one side of their context, the other moved away
+            (`witnesses.moved_apart`), or a change outside every function or section the patch
+            names (`_merged_elsewhere`; a section renamed upstream counts as its new line,
+            `section_fate`), unless it is the one candidate (`witnesses.merge_only_candidate`).
         Per hunk still undecided, fuzz when asked (`_fuzz_or_fail`): GNU patch's candidates,
           one where the patch's other hunks' offset points (`witnesses.neighbours_pick`);
           else a conflict naming the evidence.
         Per patch (`Applier._told_whole`): a hunk whose block upstream already has beside its
-          place, every other hunk applied, is `already-applied` (`witnesses.adopted_block_at`)."""
+          place, once more than its base, every other hunk applied, is `already-applied`
+          (`witnesses.adopted_block_at`)."""
         unresolved = [h for h in self.fc.hunks if not self._line_steps(h)]
         merged = self._merge(unresolved)
         if merged is not None:
@@ -638,26 +646,20 @@ class _FileLadder:
         none. The merged lines around the pick are checked against the hunk later, as any place
         the line steps found."""
         places = self.twins[h.index]
-        changed = [(i1, i2) for i1, i2, _, _ in self.differences(self.lines, merged)]
         size = len(h.old_lines)
-        picked = [s for s in places if any((i1 < s + size and s < i2) or (i1 == i2 and s <= i1 <= s + size)
-                                           for i1, i2 in changed)]
+        picked = witnesses.touched(places, size, self.differences(self.lines, merged))
         pre = base.pre_lines
-        own = ladder.find_exact(h, pre)
-        sections = Sections(pre)
-        in_base = [s for s in ladder.occurrences(h.old_lines, pre, ladder.line_index(pre))
-                   if not h.section or sections.named(h.section, s) is not None]
         lines = ", ".join(str(s + 1) for s in places)
-        if len(picked) != 1 or own is None or len(in_base) != len(places) or \
-                in_base.index(own.start) != places.index(picked[0]):
+        k = witnesses.in_base_order(h, pre, places, picked[0]) if len(picked) == 1 else None
+        if k is None:
             v = self.verdicts[h.index]
+            in_base = len(witnesses.places_in_base(h, pre))
             why = ("the 3-way merge from {} changed {}".format(base.label, "none of them" if not picked else
                    f"line {picked[0] + 1}" if len(picked) == 1 else "several")
                    + (f", and the base does not confirm it: the patch's own place is not one of {len(places)} "
-                      f"there in the same order (its base has {len(in_base)})" if len(picked) == 1 else ""))
+                      f"there in the same order (its base has {in_base})" if len(picked) == 1 else ""))
             self.verdicts[h.index] = replace(v, detail=f"{v.detail}; {why}")
             return False
-        k = places.index(picked[0])
         self.found(h, Verdict.MERGED, ladder.Place(picked[0], size, h.new_lines),
                    detail=f"3-way merge from {base.label}: of the places at lines {lines}, the "
                           f"{_ordinal(k + 1)}, as in its base")
@@ -771,37 +773,14 @@ class _FileLadder:
 
     def _moved_apart(self, merged: list[str]) -> str | None:
         """Where the merge put lines a hunk adds beside one side of its context while the other
-        side is found unchanged elsewhere in upstream's file: upstream moved them apart."""
-        for i1, i2, j1, j2 in self.differences(self.lines, merged):
-            if i1 == i2 and self._sides_apart(merged[j1:j2], i1):
-                return (f"put the lines a hunk adds at line {j1 + 1}, beside one side of its context, while "
-                        "the other side is found unchanged elsewhere: upstream moved them apart")
-        return None
-
-    def _sides_apart(self, added: list[str], at: int) -> bool:
-        """Whether ADDED, inserted before 0-based line AT of upstream's file, is a hunk's added
-        lines whose context on one side, once in the base, is found in upstream's file but not
-        beside AT: upstream moved a neighbour away (a function the patch adds after another goes
-        with neither). A side the base has twice says nothing: its twin may be what is left."""
+        side is found unchanged elsewhere in upstream's file (`witnesses.moved_apart`)."""
         base = self.base()
-        pre = base.pre_lines if base is not None else []
-        index = ladder.line_index(pre)
-
-        def moved(side: tuple[str, ...], beside: int) -> bool:  # once in the base, elsewhere now
-            found = ladder.occurrences(side, self.lines, self.index) if side else []
-            return bool(found) and beside not in found and len(ladder.occurrences(side, pre, index)) == 1
-
-        return any(moved(before, at - len(before)) or moved(after, at)
-                   for before, after, _, _ in self._stands_in_hunks(added))
-
-    def _stands_in_hunks(self, added: list[str]) -> Iterator[tuple[tuple[str, ...], tuple[str, ...], Hunk, int]]:
-        """Each place ADDED stands in a hunk's post-image: (its lines before, its lines after, the
-        hunk, the index there)."""
-        n = len(added)
-        for h in self.fc.hunks:
-            new = h.new_lines
-            for k in (k for k in range(len(new) - n + 1) if list(new[k:k + n]) == added):
-                yield new[:k], new[k + n:], h, k
+        at = witnesses.moved_apart(self.differences(self.lines, merged), merged, self.fc.hunks, self.lines,
+                                   self.index, base.pre_lines if base is not None else [])
+        if at is None:
+            return None
+        return (f"put the lines a hunk adds at line {at + 1}, beside one side of its context, while "
+                "the other side is found unchanged elsewhere: upstream moved them apart")
 
     def _adds_own_lines(self, added: list[str], at: int, there: str) -> bool:
         """Whether ADDED, which the merge inserted before 0-based line AT of upstream's file in
@@ -812,7 +791,7 @@ class _FileLadder:
         if base is None:
             return False
         post = _lines(base.post)
-        for before, after, h, k in self._stands_in_hunks(added):
+        for before, after, h, k in witnesses.stands_in_hunks(added, self.fc.hunks):
             found = (before and ladder.occurrences(before, self.lines, self.index) == [at - len(before)]) or \
                 (after and ladder.occurrences(after, self.lines, self.index) == [at])
             places = ladder.occurrences(h.new_lines, post, ladder.line_index(post)) if found else []
@@ -827,10 +806,8 @@ class _FileLadder:
         spliced = ladder.splice(self.lines, list(self.places.values()))
         if spliced is None:
             return set()  # reported as overlapping hunks
-        ranges = ladder.spliced_ranges(self.places)
-        differing = [(i1, i2) for i1, i2, _, _ in self.differences(spliced, merged)]
-        hit = {index for index, (lo, hi) in ranges.items() for i1, i2 in differing
-               if (i1 < hi and lo < i2) or (i1 == i2 and lo < i1 < hi)}
+        differing = self.differences(spliced, merged)
+        hit = witnesses.placed_differently(ladder.spliced_ranges(self.places), differing)
         if complete and differing and not hit:
             hit = {i for i, v in self.verdicts.items() if v.verdict is not Verdict.CLEAN}
         return hit

@@ -7,7 +7,7 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Iterator, Sequence
 
 from patchkit import ladder
 from patchkit.queue import Hunk
@@ -225,3 +225,70 @@ def section_fate(section: str, lines: list[str], pre: list[str], renamed: Callab
         return SectionFate(Fate.STANDS, section)
     had = defines_section(pre, section) or ever_had is None or "\0" in section or ever_had(section.strip())
     return SectionFate(Fate.DELETED if had else Fate.NEVER, section)
+
+
+Change = tuple[int, int, int, int]  # (i1, i2, j1, j2): lines i1..i2 of one text are j1..j2 of another
+
+
+def stands_in_hunks(added: list[str], hunks: Sequence[Hunk]) -> Iterator[tuple[tuple[str, ...], tuple[str, ...], Hunk, int]]:
+    """Each place the lines ADDED stand in a post-image of HUNKS: (its lines before, its lines
+    after, the hunk, the index there)."""
+    n = len(added)
+    for h in hunks:
+        new = h.new_lines
+        for k in (k for k in range(len(new) - n + 1) if list(new[k:k + n]) == added):
+            yield new[:k], new[k + n:], h, k
+
+
+def moved_apart(changes: list[Change], merged: list[str], hunks: Sequence[Hunk], lines: list[str],
+                index: dict[str, list[int]], pre: list[str]) -> int | None:
+    """Where (0-based, in MERGED) a merge whose CHANGES to upstream's LINES (INDEX: their
+    `ladder.line_index`) gave MERGED put lines a hunk of HUNKS adds beside one side of its context
+    while the other side, once in the base's pre-image PRE, is found in LINES but not beside them:
+    upstream moved a neighbour away (a function the patch adds after another goes with neither).
+    A side the base has twice says nothing: its twin may be what is left. None: no such place."""
+    pre_index = ladder.line_index(pre)
+
+    def moved(side: tuple[str, ...], beside: int) -> bool:  # once in the base, elsewhere now
+        found = ladder.occurrences(side, lines, index) if side else []
+        return bool(found) and beside not in found and len(ladder.occurrences(side, pre, pre_index)) == 1
+
+    for i1, i2, j1, j2 in changes:
+        if i1 == i2 and any(moved(before, i1 - len(before)) or moved(after, i1)
+                            for before, after, _, _ in stands_in_hunks(merged[j1:j2], hunks)):
+            return j1
+    return None
+
+
+def touched(places: Sequence[int], size: int, changes: list[Change]) -> list[int]:
+    """Which of PLACES (0-based starts of SIZE lines) CHANGES touch: a change inside one, or lines
+    inserted within or at its ends."""
+    return [s for s in places if any((i1 < s + size and s < i2) or (i1 == i2 and s <= i1 <= s + size)
+                                     for i1, i2, _, _ in changes)]
+
+
+def in_base_order(h: Hunk, pre: list[str], places: Sequence[int], pick: int) -> int | None:
+    """Where the base's pre-image PRE confirms PICK among H's twin PLACES upstream: the base has
+    as many places for the hunk (in its section) as upstream, the patch's own (at its recorded
+    line) is the k-th of them, and PICK is the k-th upstream. K, or None where that does not hold
+    (upstream added, removed or moved a twin: the order says nothing)."""
+    own = ladder.find_exact(h, pre)
+    in_base = places_in_base(h, pre)
+    if own is None or own.start not in in_base or len(in_base) != len(places) or pick not in places:
+        return None
+    k = places.index(pick)
+    return k if in_base.index(own.start) == k else None
+
+
+def places_in_base(h: Hunk, pre: list[str]) -> list[int]:
+    """H's places (0-based) in its base's pre-image PRE, under its section where it names one."""
+    sections = Sections(pre)
+    return [s for s in ladder.occurrences(h.old_lines, pre, ladder.line_index(pre))
+            if not h.section or sections.named(h.section, s) is not None]
+
+
+def placed_differently(ranges: dict[int, tuple[int, int]], changes: list[Change]) -> set[int]:
+    """The hunks (their RANGES in a text, hunk index -> [lo, hi)) that CHANGES between that text
+    and another touch: a change overlapping one, or lines inserted inside it."""
+    return {index for index, (lo, hi) in ranges.items() for i1, i2, _, _ in changes
+            if (i1 < hi and lo < i2) or (i1 == i2 and lo < i1 < hi)}

@@ -96,3 +96,44 @@ def test_a_sections_fate_is_asked_cheap_questions_first():
     assert str(followed) == "the section `int gone(void)` was renamed `int g(void)` in abc123def456; followed"
     unknown = witnesses.section_fate("int h(void)", [], [], lambda: None, None)
     assert unknown.fate is witnesses.Fate.DELETED  # no history to ask: it may have had it
+
+
+def test_the_merge_touches_a_twin_by_a_change_inside_it_or_lines_put_at_its_ends():
+    changes = [(11, 12, 11, 12), (30, 30, 30, 32)]
+    assert witnesses.touched([10, 20, 28], 3, changes) == [10, 28]  # a line changed in one, lines inserted after another
+    assert witnesses.touched([10, 20], 3, []) == []
+
+
+def test_the_base_confirms_a_twin_picked_in_the_same_order_only():
+    body = ["    a();\n", "    b();\n", "    c();\n"]
+    h = Hunk(1, 7, 7, "", tuple(body), ("    a();\n", "    B();\n", "    c();\n"), 1, 1)
+    pre = ["f() {\n", *body, "}\n", "g() {\n", *body, "}\n"]  # the patch's own place is the 2nd (line 6)
+    assert witnesses.places_in_base(h, pre) == [1, 6]
+    assert witnesses.in_base_order(h, pre, [3, 9], 9) == 1  # upstream kept both, in order
+    assert witnesses.in_base_order(h, pre, [3, 9], 3) is None  # the merge took the other one
+    assert witnesses.in_base_order(h, pre, [3, 9, 15], 9) is None  # upstream added a twin: order says nothing
+    sectioned = Hunk(1, 7, 7, "f() {", h.old_lines, h.new_lines, 1, 1)
+    assert witnesses.in_base_order(sectioned, pre, [3, 9], 3) is None  # its own place is not in its section
+
+
+def test_hunks_placed_differently_are_those_a_difference_touches():
+    ranges = {1: (10, 15), 2: (40, 42)}
+    assert witnesses.placed_differently(ranges, [(12, 13, 12, 14)]) == {1}
+    assert witnesses.placed_differently(ranges, [(41, 41, 41, 43), (15, 15, 15, 16)]) == {2}  # inserted inside; at an end is not
+    assert witnesses.placed_differently(ranges, []) == set()
+
+
+def test_added_lines_merged_beside_one_side_while_the_other_moved_away_are_apart():
+    added = ["int added(void) {\n", "    return 1;\n", "}\n"]
+    h = Hunk(1, 3, 3, "", ("int a;\n", "int b;\n"), ("int a;\n", *added, "int b;\n"), 1, 1)
+    pre = ["// top\n", "int a;\n", "int b;\n", "// end\n"]
+    apart = ["// top\n", "int a;\n", "// end\n", "int b;\n"]  # upstream moved `int b;` away
+    merged = apart[:2] + added + apart[2:]
+    change = [(2, 2, 2, 5)]
+    assert witnesses.moved_apart(change, merged, [h], apart, ladder.line_index(apart), pre) == 2
+    together = ["// top\n", "int a;\n", "int b;\n", "// end\n"]
+    merged = together[:2] + added + together[2:]
+    assert witnesses.moved_apart(change, merged, [h], together, ladder.line_index(together), pre) is None
+    twice = pre + ["int b;\n"]  # the base had the other side twice: its twin may be what is left
+    merged = apart[:2] + added + apart[2:]
+    assert witnesses.moved_apart(change, merged, [h], apart, ladder.line_index(apart), twice) is None
