@@ -635,34 +635,46 @@ class _FileLadder:
         return result
 
     def _pick(self, h: Hunk, merged: list[str], base: Base) -> bool:
-        """Place the ambiguous hunk H where the merge changed one of its places, when the base
-        confirms that place: the merge aligns lines, and of twins it may take any. The witness
-        besides the merge is the twins' order. The base has as many places for the hunk (in its
-        section) as upstream, the patch's own is the k-th of them, and the merge changed the k-th
-        of upstream's: upstream kept the twins and their order, and the merge agrees. Where
-        upstream added, removed or moved a twin, nothing but the merge says which is the patch's,
-        and it is refused, with a section or without: in a file without one (or with twins in one
-        function) the order is the only witness there is, and a section naming every twin adds
-        none. The merged lines around the pick are checked against the hunk later, as any place
-        the line steps found."""
+        """Place the ambiguous hunk H at the twin the evidence agrees on (`witnesses.ranked_twin`):
+        the exact base's merge turned it into H's post-image (the merge aligns lines, and of twins
+        it may take any: it is not enough alone), the twins' order in the base points at it (the
+        base has as many places for the hunk, in its section, as upstream, and the patch's own is
+        the k-th), and neither the recorded line nor the offset of the patch's other hunks in the
+        file points at another. Where upstream added, removed or moved a twin, the order says
+        nothing and it is refused, with a section or without: in a file without one (or with
+        twins in one function) the order is the only witness besides the merge, and a section
+        naming every twin adds none; the section's fate and the parse have judged every twin
+        already (`judge`). The merged lines around the pick are checked against the hunk later,
+        as any place the line steps found."""
         places = self.twins[h.index]
-        size = len(h.old_lines)
-        picked = witnesses.touched(places, size, self.differences(self.lines, merged))
         pre = base.pre_lines
+        merge = witnesses.Vote(f"the 3-way merge from {base.label}", witnesses.merged_into(
+            h, places, self.differences(self.lines, merged), merged))
+        order = witnesses.Vote("the base's twin order", tuple(p for p in [witnesses.in_base_order(h, pre, places)]
+                                                               if p is not None))
+        offsets = {(v.offset or 0) for i, v in self.verdicts.items() if i != h.index and i in self.places
+                   and v.verdict in (Verdict.CLEAN, Verdict.OFFSET)}
+        others = [witnesses.near_vote("the recorded line", h.old_start - 1, places)] + \
+            [witnesses.near_vote(f"the offset of the patch's other hunks ({offset:+d})", h.old_start - 1 + offset, places)
+             for offset in offsets if len(offsets) == 1]
+        pick = witnesses.ranked_twin(merge, order, others)
         lines = ", ".join(str(s + 1) for s in places)
-        k = witnesses.in_base_order(h, pre, places, picked[0]) if len(picked) == 1 else None
-        if k is None:
+        if pick is None:
             v = self.verdicts[h.index]
-            in_base = len(witnesses.places_in_base(h, pre))
-            why = ("the 3-way merge from {} changed {}".format(base.label, "none of them" if not picked else
-                   f"line {picked[0] + 1}" if len(picked) == 1 else "several")
+            said = "; ".join(str(vote) for vote in (merge, order, *others) if vote.places)
+            why = ("the 3-way merge from {} changed {}".format(base.label, "none of them" if not merge.places else
+                   f"line {merge.places[0] + 1}" if len(merge.places) == 1 else "several")
                    + (f", and the base does not confirm it: the patch's own place is not one of {len(places)} "
-                      f"there in the same order (its base has {in_base})" if len(picked) == 1 else ""))
+                      f"there in the same order (its base has {len(witnesses.places_in_base(h, pre))})"
+                      if merge.places and not order.places else "")
+                   + (f"; the evidence disagrees: {said}" if merge.places and order.places else ""))
             self.verdicts[h.index] = replace(v, detail=f"{v.detail}; {why}")
             return False
-        self.found(h, Verdict.MERGED, ladder.Place(picked[0], size, h.new_lines),
+        k = places.index(pick)
+        agree = [str(vote.witness) for vote in others if vote.places]
+        self.found(h, Verdict.MERGED, ladder.Place(pick, len(h.old_lines), h.new_lines),
                    detail=f"3-way merge from {base.label}: of the places at lines {lines}, the "
-                          f"{_ordinal(k + 1)}, as in its base")
+                          f"{_ordinal(k + 1)}, as in its base" + (f" ({', '.join(agree)} agreeing)" if agree else ""))
         return True
 
     def _refuse_merge(self, unresolved: list[Hunk], why: str) -> None:

@@ -267,17 +267,16 @@ def touched(places: Sequence[int], size: int, changes: list[Change]) -> list[int
                                      for i1, i2, _, _ in changes)]
 
 
-def in_base_order(h: Hunk, pre: list[str], places: Sequence[int], pick: int) -> int | None:
-    """Where the base's pre-image PRE confirms PICK among H's twin PLACES upstream: the base has
-    as many places for the hunk (in its section) as upstream, the patch's own (at its recorded
-    line) is the k-th of them, and PICK is the k-th upstream. K, or None where that does not hold
+def in_base_order(h: Hunk, pre: list[str], places: Sequence[int]) -> int | None:
+    """Which of H's twin PLACES upstream the base's pre-image PRE points at by their order: the
+    base has as many places for the hunk (in its section) as upstream, and the patch's own (at its
+    recorded line) is the k-th of them: the k-th upstream. None where that does not hold
     (upstream added, removed or moved a twin: the order says nothing)."""
     own = ladder.find_exact(h, pre)
     in_base = places_in_base(h, pre)
-    if own is None or own.start not in in_base or len(in_base) != len(places) or pick not in places:
+    if own is None or own.start not in in_base or len(in_base) != len(places):
         return None
-    k = places.index(pick)
-    return k if in_base.index(own.start) == k else None
+    return places[in_base.index(own.start)]
 
 
 def places_in_base(h: Hunk, pre: list[str]) -> list[int]:
@@ -292,3 +291,50 @@ def placed_differently(ranges: dict[int, tuple[int, int]], changes: list[Change]
     and another touch: a change overlapping one, or lines inserted inside it."""
     return {index for index, (lo, hi) in ranges.items() for i1, i2, _, _ in changes
             if (i1 < hi and lo < i2) or (i1 == i2 and lo < i1 < hi)}
+
+
+@dataclass(frozen=True)
+class Vote:
+    """One witness's say on which of a hunk's twin places upstream is the patch's: the places
+    (0-based) it points at, none where it says nothing."""
+
+    witness: str
+    places: tuple[int, ...]
+
+    def __str__(self) -> str:
+        lines = ", ".join(str(p + 1) for p in self.places)
+        return f"{self.witness} at line{'s' if len(self.places) > 1 else ''} {lines}"
+
+
+def merged_into(h: Hunk, places: Sequence[int], changes: list[Change], merged: list[str]) -> tuple[int, ...]:
+    """Which of H's twin PLACES in upstream's file a merge whose CHANGES to it gave MERGED turned
+    into H's post-image; where it turned none so, the one it touched, if one (a merge aligns
+    lines: of twins it may change any, and a patch fixing both copies changes both)."""
+    size = len(h.old_lines)
+    into = []
+    for s in places:
+        shift = sum((j2 - j1) - (i2 - i1) for i1, i2, j1, j2 in changes if i2 <= s and (i1, i2) != (s, s))
+        if any(i1 < s + size and s < i2 or (i1 == i2 and s < i1 < s + size) for i1, i2, _, _ in changes) and \
+                tuple(merged[s + shift:s + shift + len(h.new_lines)]) == h.new_lines:
+            into.append(s)
+    picked = touched(places, size, changes)
+    return tuple(into) if into else tuple(picked) if len(picked) == 1 else ()
+
+
+def near_vote(witness: str, expected: int, places: Sequence[int]) -> Vote:
+    """WITNESS's vote for the one of PLACES within NEAR lines of EXPECTED, every other FAR or
+    more away (as `neighbours_pick`); none otherwise."""
+    near = [p for p in places if abs(p - expected) <= NEAR]
+    if len(near) != 1 or any(abs(p - expected) < FAR for p in places if p != near[0]):
+        return Vote(witness, ())
+    return Vote(witness, (near[0],))
+
+
+def ranked_twin(merge: Vote, order: Vote, others: Sequence[Vote]) -> int | None:
+    """The twin the evidence agrees on: the one the base's twin ORDER points at, among those the
+    exact base's MERGE turned into the hunk's post-image, and no OTHER vote (the recorded line,
+    the other hunks' offset) pointing elsewhere. None: they disagree, or a required one is silent."""
+    if len(order.places) != 1 or order.places[0] not in merge.places:
+        return None
+    pick = order.places[0]
+    return pick if all(v.places in ((), (pick,)) for v in others) else None

@@ -109,11 +109,32 @@ def test_the_base_confirms_a_twin_picked_in_the_same_order_only():
     h = Hunk(1, 7, 7, "", tuple(body), ("    a();\n", "    B();\n", "    c();\n"), 1, 1)
     pre = ["f() {\n", *body, "}\n", "g() {\n", *body, "}\n"]  # the patch's own place is the 2nd (line 6)
     assert witnesses.places_in_base(h, pre) == [1, 6]
-    assert witnesses.in_base_order(h, pre, [3, 9], 9) == 1  # upstream kept both, in order
-    assert witnesses.in_base_order(h, pre, [3, 9], 3) is None  # the merge took the other one
-    assert witnesses.in_base_order(h, pre, [3, 9, 15], 9) is None  # upstream added a twin: order says nothing
+    assert witnesses.in_base_order(h, pre, [3, 9]) == 9  # upstream kept both, in order: the 2nd
+    assert witnesses.in_base_order(h, pre, [3, 9, 15]) is None  # upstream added a twin: order says nothing
     sectioned = Hunk(1, 7, 7, "f() {", h.old_lines, h.new_lines, 1, 1)
-    assert witnesses.in_base_order(sectioned, pre, [3, 9], 3) is None  # its own place is not in its section
+    assert witnesses.in_base_order(sectioned, pre, [3, 9]) is None  # its own place is not in its section
+
+
+def test_twins_are_ranked_by_the_evidence_that_agrees():
+    body = ("    a();\n", "    b();\n", "    c();\n")
+    h = Hunk(1, 7, 7, "", body, ("    a();\n", "    B();\n", "    c();\n"), 1, 1)
+    lines = ["f() {\n", *body, "}\n", "g() {\n", *body, "}\n"]
+    both = ["f() {\n", *h.new_lines, "}\n", "g() {\n", *h.new_lines, "}\n"]  # a patch that fixes both copies
+    changes = [(2, 3, 2, 3), (7, 8, 7, 8)]
+    assert witnesses.merged_into(h, [1, 6], changes, both) == (1, 6)
+    one = lines[:6] + list(h.new_lines) + lines[9:]
+    assert witnesses.merged_into(h, [1, 6], [(7, 8, 7, 8)], one) == (6,)
+    merge = witnesses.Vote("the merge", (1, 6))
+    order = witnesses.Vote("the base's twin order", (6,))
+    assert witnesses.ranked_twin(merge, order, []) == 6
+    assert witnesses.ranked_twin(merge, order, [witnesses.Vote("the recorded line", (6,))]) == 6
+    assert witnesses.ranked_twin(merge, order, [witnesses.Vote("the recorded line", ())]) == 6  # silent
+    assert witnesses.ranked_twin(merge, order, [witnesses.Vote("the recorded line", (1,))]) is None  # disagrees
+    assert witnesses.ranked_twin(witnesses.Vote("the merge", (1,)), order, []) is None
+    assert witnesses.ranked_twin(merge, witnesses.Vote("the base's twin order", ()), []) is None  # order required
+    assert str(witnesses.Vote("the merge", (1, 6))) == "the merge at lines 2, 7"
+    assert witnesses.near_vote("the recorded line", 7, [8, 40]).places == (8,)
+    assert witnesses.near_vote("the recorded line", 7, [8, 20]).places == ()  # another too close to tell
 
 
 def test_hunks_placed_differently_are_those_a_difference_touches():
