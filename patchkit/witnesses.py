@@ -314,7 +314,7 @@ def merged_into(h: Hunk, places: Sequence[int], changes: list[Change], merged: l
     into = []
     for s in places:
         shift = sum((j2 - j1) - (i2 - i1) for i1, i2, j1, j2 in changes if i2 <= s and (i1, i2) != (s, s))
-        if any(i1 < s + size and s < i2 or (i1 == i2 and s < i1 < s + size) for i1, i2, _, _ in changes) and \
+        if any(i1 < s + size and s < i2 or (i1 == i2 and s <= i1 <= s + size) for i1, i2, _, _ in changes) and \
                 tuple(merged[s + shift:s + shift + len(h.new_lines)]) == h.new_lines:
             into.append(s)
     picked = touched(places, size, changes)

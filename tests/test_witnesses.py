@@ -124,6 +124,9 @@ def test_twins_are_ranked_by_the_evidence_that_agrees():
     assert witnesses.merged_into(h, [1, 6], changes, both) == (1, 6)
     one = lines[:6] + list(h.new_lines) + lines[9:]
     assert witnesses.merged_into(h, [1, 6], [(7, 8, 7, 8)], one) == (6,)
+    first = Hunk(1, 2, 2, "", body, ("    z();\n", *body), 0, 3)  # it only adds a line above its lines
+    above = lines[:6] + ["    z();\n"] + lines[6:]
+    assert witnesses.merged_into(first, [1, 6], [(6, 6, 6, 7)], above) == (6,)
     merge = witnesses.Vote("the merge", (1, 6))
     order = witnesses.Vote("the base's twin order", (6,))
     assert witnesses.ranked_twin(merge, order, []) == 6
