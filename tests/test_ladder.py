@@ -278,3 +278,20 @@ def test_a_hunks_own_merge_vouches_for_its_place_only_with_one_place_in_its_base
                               lambda f: Base("the base", text(once), text(post[:7] + once[7:])), 0)
     file_ladder.places[h.index] = Place(4, len(BLOCK), h.new_lines)
     assert file_ladder._merged_alone(h, file_ladder.base())
+
+
+def test_twins_the_evidence_disagrees_on_are_refused_naming_it():
+    """The merge and the base's twin order point at the first twin; upstream deleted the 40 lines
+    above it, so the recorded line now points at the second (where git am -3's `git apply` step
+    would put it). The evidence disagrees: refused, the detail naming which points where."""
+    twin = ["    for (int i = 0; i < n; i++) {", "        x[i] = y[i];", "        y[i] = 0;", "    }"]
+    x = [f"    step_x{i}();" for i in range(40)]
+    pre = ["void f(void) {", *x, *twin, *[f"    step_y{i}();" for i in range(35)], *twin, "}"]
+    patched = [*pre[:42], "        x[i] = y[i] + 1;", *pre[43:]]
+    h = hunk(pre[41:45], patched[41:45], 42, "void f(void) {")
+    upstream = [pre[0], *pre[41:]]  # the 40 lines above the first twin gone
+    base = Base("the base", text(pre), text(patched))
+    verdict, content = run(h, upstream, lambda fc: base)
+    assert verdict.verdict is Verdict.AMBIGUOUS and content is None
+    assert verdict.detail.endswith("; the evidence disagrees: the 3-way merge from the base at line 2; "
+                                   "the base's twin order at line 2; the recorded line at line 41"), verdict.detail
