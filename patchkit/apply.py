@@ -773,7 +773,14 @@ class _FileLadder:
         """The line that replaced the one that opens H's function at its place in the base (the
         section's, or its own first line), where upstream's history shows a rename (the question
         `section_fate` asks); None otherwise. A split into twins is no rename: which twin the
-        difference calls renamed is chance."""
+        difference calls renamed is chance.
+
+        The difference of two files cannot tell a rename from a copy added under a new name while
+        the function was there, the function deleted later: the copy slid into its place, and the
+        patch's function is gone. Where the base is a commit, upstream's history since it tells:
+        only a commit that replaced the line (the old one gone in it) renamed the function. An
+        index blob's commit is the oldest upstream one holding it; with none known, the
+        difference alone decides."""
         pre = base.pre_lines
         start = witnesses.place_in(h, pre)
         replaced = self._replaced_section_line(h, pre, start) if start is not None else None
