@@ -304,11 +304,7 @@ def test_a_rename_the_merge_follows_shows_in_one_upstream_commit(tmp_path, how):
 
 
 # One function reading two caches with the same loop: a fix to both copies is two hunks of one pre-image.
-CACHES = """\
-#include "llama-kv-cache.h"
-
-bool llama_kv_cache::state_read_data(llama_io_read_i & io, uint32_t cell_count) {
-    // the keys
+LOOP = """\
     for (uint32_t il = 0; il < n_layer; ++il) {
         ggml_tensor * t = layers[il].k;
         io.read_to(t->data, nbytes);
@@ -317,25 +313,10 @@ bool llama_kv_cache::state_read_data(llama_io_read_i & io, uint32_t cell_count) 
     ggml_backend_synchronize(backend);
     io.check(offs);
     n_read++;
-    state_step_0(io, cell_count);
-    state_step_1(io, cell_count);
-    state_step_2(io, cell_count);
-    state_step_3(io, cell_count);
-    state_step_4(io, cell_count);
-    state_step_5(io, cell_count);
-    state_step_6(io, cell_count);
-    // the values
-    for (uint32_t il = 0; il < n_layer; ++il) {
-        ggml_tensor * t = layers[il].k;
-        io.read_to(t->data, nbytes);
-        offs += nbytes;
-    }
-    ggml_backend_synchronize(backend);
-    io.check(offs);
-    n_read++;
-    return true;
-}
 """
+STEPS = "".join(f"    state_step_{i}(io, cell_count);\n" for i in range(7))
+CACHES = ('#include "llama-kv-cache.h"\n\nbool llama_kv_cache::state_read_data(llama_io_read_i & io, uint32_t cell_count) {\n'
+          f"    // the keys\n{LOOP}{STEPS}    // the values\n{LOOP}    return true;\n}}\n")
 OFFS, PADDED = "        offs += nbytes;\n", "        offs += GGML_PAD(nbytes, 32);\n"
 
 
