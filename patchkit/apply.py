@@ -259,7 +259,7 @@ class _FileLadder:
         self.parsed_before: CppScopes | None = None  # another version's parse, from an earlier patch
         self.memo: ScopeMemo | None = None  # earlier runs' answers of the parse
         self._own_scope: dict[int, str | None] = {}
-        self._own_start: dict[int, int] = {}  # where the hunk's place is in the base's pre-image
+        self._fates: dict[int, witnesses.SectionFate | None] = {}  # a hunk's `section_fate`
         self.sections = Sections(self.lines)
         self._cuts: dict[str, set[str]] = {}  # a hunk's section -> the file's section texts it may be cut from
         self.verdicts: dict[int, HunkVerdict] = {}
@@ -301,33 +301,41 @@ class _FileLadder:
 
     def run(self) -> tuple[list[HunkVerdict], bytes | None]:
         """The placement policy: the witnesses, asked in this order, cheap before costly (the
-        C++ parse, the file's history last); each decides only what is said here.
+        C++ parse, the file's history last); each decides only what is said here. The pure ones
+        (on lines only) are in `witnesses`, each with its own tests.
 
         Per hunk, the line steps (`_line_steps`):
-          1. recorded line: the pre-image there is placed (clean) where the section names that
-             place (`_fits_as_recorded`: any tool's rule, or the block its line opens), at the
-             patch's own base whatever the section says (`at_own_base`), or where the section is
-             in no version of the file and this is the pre-image's one place (section fate,
-             `_only_place_unnamed`); the post-image there is `already-applied`.
-          2. the whole file: every other place of the pre- or post-image, each judged (`judge`)
-             by its section (a cut that begins several functions' lines says nothing:
-             `_named_uniquely`; a function that moved whole keeps its hunk:
-             `witnesses.moved_whole`), then by the parse of the base (`_parse_refuses`). Two or
-             more candidates are twins: ambiguous, left to the merge; one is placed; none leaves
-             the hunk undecided, the refusals kept for its verdict.
-        Per file, the exact base's 3-way merge (`_merge`, with the index blob or the last good
-          run): it places the undecided hunks unless it conflicts or puts a change where the
-          patch has none (`_moved_apart`, `_merged_elsewhere`; a clean merge with no twin of its
-          lines in base or target is the one candidate: `witnesses.merge_only_candidate`); it
-          picks a twin where the base shows the same twins in the same order (`_pick`); and
-          where it disagrees with a place the line steps moved a hunk to, or conflicts, neither
-          is trusted (`_disagreements`, `_refuse_moved`), unless the hunk's own merge agrees or
-          its function moved whole.
+          1. recorded line: the pre-image there is clean where the section names that place
+             (`_fits_as_recorded`: any tool's rule, or the block its line opens), at the patch's
+             own base whatever the section says (`at_own_base`), or where the section's fate is
+             NEVER (`witnesses.section_fate`) and this is its one place (`_placed_by_fate`); the
+             post-image there is `already-applied`.
+          2. the whole file: every other place of the pre- or post-image, each judged (`judge`):
+             a function that moved whole keeps its hunk (`witnesses.moved_whole`); else the
+             section must name it (a cut that begins several functions' lines says nothing:
+             `_named_uniquely`), then the parse of the base (`_parse_refuses`). Two or more
+             candidates are twins: ambiguous, left to the merge; one is placed; none refused
+             but one, under a section whose fate is NEVER, is placed (`_placed_by_fate`); else
+             the hunk is undecided, the refusals kept for its verdict.
+        Per file, the exact base's 3-way merge (`_merge`, with the index blob, the --base commit
+          or the last good run):
+          - it conflicts: the undecided hunks are refused, and every hunk the line steps moved,
+            unless its own merge agrees (`_merged_alone`) or its function moved whole;
+          - twins: it picks the one it changed where the base has the same twins in the same
+            order (`_pick`: `witnesses.touched`, `witnesses.in_base_order`);
+          - a hunk the line steps placed elsewhere than the merge: neither is trusted
+            (`_disagreements`: `witnesses.placed_differently`);
+          - the undecided hunks: placed by it unless it puts a change where the patch has none:
+            added lines beside one side of their context, the other moved away
+            (`witnesses.moved_apart`), or a change outside every function or section the patch
+            names (`_merged_elsewhere`; a section renamed upstream counts as its new line,
+            `section_fate`), unless it is the one candidate (`witnesses.merge_only_candidate`).
         Per hunk still undecided, fuzz when asked (`_fuzz_or_fail`): GNU patch's candidates,
           one where the patch's other hunks' offset points (`witnesses.neighbours_pick`);
           else a conflict naming the evidence.
         Per patch (`Applier._told_whole`): a hunk whose block upstream already has beside its
-          place, every other hunk applied, is `already-applied` (`witnesses.adopted_block_at`)."""
+          place, once more than its base, every other hunk applied, is `already-applied`
+          (`witnesses.adopted_block_at`)."""
         unresolved = [h for h in self.fc.hunks if not self._line_steps(h)]
         merged = self._merge(unresolved)
         if merged is not None:
@@ -350,9 +358,11 @@ class _FileLadder:
         exact = ladder.find_exact(h, self.lines)
         # At the recorded line only the section rules are asked (a parse per file would cost every
         # clean apply); a twin that moved exactly there is still no candidate.
-        if exact and (self._fits_as_recorded(h, exact.start, h.old_lines) or self.at_own_base()
-                      or self._only_place_unnamed(h, exact.start)):
+        if exact and (self._fits_as_recorded(h, exact.start, h.old_lines) or self.at_own_base()):
             self.found(h, Verdict.CLEAN, exact)
+            return True
+        if exact and (fated := self._placed_by_fate(h, exact.start)):
+            self.found(h, Verdict.CLEAN, exact, detail=fated)
             return True
         # The post-image where the patch put it settles it, whatever twins the file has.
         at_line = ladder.applied_at_recorded_line(h, self.lines)
@@ -370,32 +380,40 @@ class _FileLadder:
             self.found(h, Verdict.OFFSET, moved.place)
         elif applied.place:
             self.found(h, Verdict.ALREADY_APPLIED, applied.place, detail="upstream has this change")
-        elif not applied.refused and len(moved.refused) == 1 and self._only_place_unnamed(h, moved.refused[0].start):
+        elif not applied.refused and len(moved.refused) == 1 and \
+                (fated := self._placed_by_fate(h, moved.refused[0].start)):
             self.found(h, Verdict.OFFSET, ladder.Place(moved.refused[0].start, len(h.old_lines), h.new_lines),
-                       detail=f"the section `{h.section}` is in no version of the file: it says nothing, and "
-                              "this is the one place of the pre-image")
+                       detail=fated)
         else:
             refusal = _refusal("pre-image", moved) or _refusal("post-image", applied)
-            if refusal:
-                self.refusals[h.index] = refusal
+            if refusal:  # before what the section's fate found (a history that shows no rename)
+                self.refusals[h.index] = "; ".join(filter(None, [refusal, self.refusals.get(h.index)]))
             return False
         return True
 
-    def _only_place_unnamed(self, h: Hunk, start: int) -> bool:
-        """Whether 0-based START, where H's pre-image is found, is its one place in the file, its
-        section saying nothing: a section no version of the file ever had (a hand-written one,
-        another tool's rule) names no function to hold it to, so the hunk goes where its lines are,
-        as git am -3 and GNU patch put it; the parse of its base, where there is one, still
-        vetoes."""
+    def _placed_by_fate(self, h: Hunk, start: int) -> str | None:
+        """Why 0-based START, where H's pre-image is found, is its place by its section's fate
+        (`section_fate`), where it is its one place in the file: a section no version of the file
+        ever had (a hand-written one, another tool's rule) names no function to hold it to, so the
+        hunk goes where its lines are, as git am -3 and GNU patch put it, unless the parse of its
+        base names another scope. (A rename is followed by the merge's check, which has the base
+        a rename needs: `_merged_elsewhere`.) None: the fate does not place it."""
         if not h.section or ladder.occurrences(h.old_lines, self.lines, self.index) != [start]:
-            return False
-        base = self.base()
-        texts = [self.current.decode("utf-8", errors="surrogateescape")] + \
-            ([base.pre.decode("utf-8", errors="surrogateescape")] if base is not None else [])
-        section = h.section.strip()
-        # the costly questions last: the parse, then the file's history
-        return not any(section in text for text in texts) and self._ever_had is not None and \
-            "\0" not in section and not self._parse_refuses(h, start) and not self._ever_had(section)
+            return None
+        fate = self.section_fate(h)
+        if fate is not None and fate.fate is witnesses.Fate.NEVER and not self._parse_refuses(h, start):
+            return f"{fate}, and this is the one place of the pre-image"
+        return None
+
+    def section_fate(self, h: Hunk) -> witnesses.SectionFate | None:
+        """What became of H's section (`witnesses.section_fate`), asked once per hunk: the rename
+        through the base and upstream's history, then the file's history."""
+        if h.index not in self._fates:
+            base = self.base()
+            self._fates[h.index] = witnesses.section_fate(
+                h.section, self.lines, base.pre_lines if base is not None else [],
+                lambda: self._renamed_line(h, base) if base is not None else None, self._ever_had)
+        return self._fates[h.index]
 
     def _fits_as_recorded(self, h: Hunk, start: int, block: tuple[str, ...]) -> bool:
         """Whether BLOCK, found at the recorded line START, is in the hunk's own section: under any
@@ -504,35 +522,20 @@ class _FileLadder:
                 start = witnesses.place_in(h, pre)
                 if start is not None:
                     self._own_scope[h.index] = self._scopes_of("pre", pre).scope_at(start + witnesses.anchor(h))
-                    self._own_start[h.index] = start
         return self._own_scope[h.index]
 
     def _renamed(self, h: Hunk) -> str | None:
-        """The hunk's own function (C/C++) as upstream names it now, when the base shows it renamed:
-        the function's line, which the hunk's section names, is the one line upstream replaced
-        there. None when it was not renamed, or the base does not show it.
-
-        The difference of two files cannot tell a rename from a copy added under a new name while
-        the function was there, the function deleted later: the copy slid into its place, and the
-        patch's function is gone. Where the base is a commit, upstream's history since it tells:
-        only a commit that replaced the line (the old one gone in it) renamed the function. An
-        index blob's commit is the oldest upstream one holding it; with none known, the
-        difference alone decides."""
-        own, start, base = self._own_function(h), self._own_start.get(h.index), self.base()
-        if not own or start is None or base is None:
+        """The hunk's own function (C/C++) as upstream names it now, where its section's fate is a
+        rename (`section_fate`) of the line that opens that function in the base: the scope the
+        parse finds at the new line. None when it was not renamed, or the base does not show it."""
+        fate, own, base = self.section_fate(h), self._own_function(h), self.base()
+        renamed = fate.renamed if fate is not None else None
+        if renamed is None or not own or base is None:
             return None
         pre = base.pre_lines
-        replaced = self._replaced_section_line(h, pre, start)
-        if replaced is None or self._scopes_of("pre", pre).scope_at(replaced[0]) != own:
-            return None  # not replaced, or the section names a class or a label, not the function
-        at, now = replaced
-        if len(ladder.occurrences(h.old_lines, self.lines, self.index)) > \
-                len(ladder.occurrences(h.old_lines, pre, ladder.line_index(pre))):
-            return None  # a split into twins, not a rename: which twin the diff calls renamed is chance
-        renamed = self._scopes_of("current", self.lines).scope_at(now) or None
-        if renamed is not None and not self._rename_shown(h, base, pre[at], self.lines[now]):
-            return None
-        return renamed
+        if self._scopes_of("pre", pre).scope_at(renamed.was_at) != own:
+            return None  # the section names a class or a label, not the function
+        return self._scopes_of("current", self.lines).scope_at(renamed.now_at) or None
 
     def _replaced_section_line(self, h: Hunk, pre: list[str], start: int) -> tuple[int, int] | None:
         """(its line in PRE, the line in upstream's file) where the line that opens H's function, above
@@ -549,17 +552,20 @@ class _FileLadder:
             return None  # the line is unchanged, or went with others around it
         return at, replaced[2]
 
-    def _rename_shown(self, h: Hunk, base: Base, old: str, new: str) -> bool:
+    def _rename_shown(self, h: Hunk, base: Base, old: str, new: str) -> tuple[bool, str | None]:
         """Whether upstream's history since the base shows line OLD renamed to NEW (`_not_renamed_upstream`;
-        without a base commit the difference alone decides); why not goes to H's refusal."""
-        why = self._not_renamed_upstream(base.commit, old, new) if base.commit is not None else None
+        without a base commit the difference alone decides), and the commit that did; why not goes
+        to H's refusal."""
+        origin = self._history(base.commit, old, new) if self._history and base.commit is not None else None
+        why = self._not_renamed_upstream(base.commit, old, new, origin) if base.commit is not None else None
         if why and why not in self.refusals.get(h.index, ""):
             self.refusals[h.index] = "; ".join(filter(None, [self.refusals.get(h.index), why]))
-        return why is None
+        return why is None, origin.commit if origin is not None else None
 
-    def _not_renamed_upstream(self, commit: str, old: str, new: str) -> str | None:
-        """Why upstream's history since the base COMMIT shows no rename of line OLD into NEW."""
-        origin = self._history(commit, old, new) if self._history else None
+    @staticmethod
+    def _not_renamed_upstream(commit: str, old: str, new: str, origin: LineOrigin | None) -> str | None:
+        """Why upstream's history since the base COMMIT shows no rename of line OLD into NEW, ORIGIN
+        being where NEW came in."""
         was, now = f"`{old.strip()}`", f"`{new.strip()}`"
         if origin is None:
             return f"upstream's history since {commit[:12]} does not show {now} replacing {was}: no rename is taken"
@@ -627,44 +633,52 @@ class _FileLadder:
             return None
         verdict = Verdict.ALREADY_APPLIED if result == self.current else Verdict.MERGED
         for h in unresolved:
-            self.found(h, verdict, None, detail=f"3-way merge from {base.label}{note}")
+            fate = self._fates.get(h.index)  # a rename the merge's check followed
+            followed = f"; {fate}" if fate is not None and fate.fate is witnesses.Fate.RENAMED else ""
+            self.found(h, verdict, None, detail=f"3-way merge from {base.label}{note}{followed}")
         return result
 
     def _pick(self, h: Hunk, merged: list[str], base: Base) -> bool:
-        """Place the ambiguous hunk H where the merge changed one of its places, when the base
-        confirms that place: the merge aligns lines, and of twins it may take any. The witness
-        besides the merge is the twins' order. The base has as many places for the hunk (in its
-        section) as upstream, the patch's own is the k-th of them, and the merge changed the k-th
-        of upstream's: upstream kept the twins and their order, and the merge agrees. Where
-        upstream added, removed or moved a twin, nothing but the merge says which is the patch's,
-        and it is refused, with a section or without: in a file without one (or with twins in one
-        function) the order is the only witness there is, and a section naming every twin adds
-        none. The merged lines around the pick are checked against the hunk later, as any place
-        the line steps found."""
+        """Place the ambiguous hunk H at the twin the evidence agrees on (`witnesses.ranked_twin`):
+        the exact base's merge turned it into H's post-image (the merge aligns lines, and of twins
+        it may take any: it is not enough alone), the twins' order in the base points at it (the
+        base has as many places for the hunk, in its section, as upstream, and the patch's own is
+        the k-th), and neither the recorded line nor the offset of the patch's other hunks in the
+        file points at another. Where upstream added, removed or moved a twin, the order says
+        nothing and it is refused, with a section or without: in a file without one (or with
+        twins in one function) the order is the only witness besides the merge, and a section
+        naming every twin adds none; the section's fate and the parse have judged every twin
+        already (`judge`). The merged lines around the pick are checked against the hunk later,
+        as any place the line steps found."""
         places = self.twins[h.index]
-        changed = [(i1, i2) for i1, i2, _, _ in self.differences(self.lines, merged)]
-        size = len(h.old_lines)
-        picked = [s for s in places if any((i1 < s + size and s < i2) or (i1 == i2 and s <= i1 <= s + size)
-                                           for i1, i2 in changed)]
         pre = base.pre_lines
-        own = ladder.find_exact(h, pre)
-        sections = Sections(pre)
-        in_base = [s for s in ladder.occurrences(h.old_lines, pre, ladder.line_index(pre))
-                   if not h.section or sections.named(h.section, s) is not None]
+        merge = witnesses.Vote(f"the 3-way merge from {base.label}", witnesses.merged_into(
+            h, places, self.differences(self.lines, merged), merged))
+        order = witnesses.Vote("the base's twin order", tuple(p for p in [witnesses.in_base_order(h, pre, places)]
+                                                               if p is not None))
+        offsets = {(v.offset or 0) for i, v in self.verdicts.items() if i != h.index and i in self.places
+                   and v.verdict in (Verdict.CLEAN, Verdict.OFFSET)}
+        others = [witnesses.near_vote("the recorded line", h.old_start - 1, places)] + \
+            [witnesses.near_vote(f"the offset of the patch's other hunks ({offset:+d})", h.old_start - 1 + offset, places)
+             for offset in offsets if len(offsets) == 1]
+        pick = witnesses.ranked_twin(merge, order, others)
         lines = ", ".join(str(s + 1) for s in places)
-        if len(picked) != 1 or own is None or len(in_base) != len(places) or \
-                in_base.index(own.start) != places.index(picked[0]):
+        if pick is None:
             v = self.verdicts[h.index]
-            why = ("the 3-way merge from {} changed {}".format(base.label, "none of them" if not picked else
-                   f"line {picked[0] + 1}" if len(picked) == 1 else "several")
+            said = "; ".join(str(vote) for vote in (merge, order, *others) if vote.places)
+            why = ("the 3-way merge from {} changed {}".format(base.label, "none of them" if not merge.places else
+                   f"line {merge.places[0] + 1}" if len(merge.places) == 1 else "several")
                    + (f", and the base does not confirm it: the patch's own place is not one of {len(places)} "
-                      f"there in the same order (its base has {len(in_base)})" if len(picked) == 1 else ""))
+                      f"there in the same order (its base has {len(witnesses.places_in_base(h, pre))})"
+                      if merge.places and not order.places else "")
+                   + (f"; the evidence disagrees: {said}" if merge.places and order.places else ""))
             self.verdicts[h.index] = replace(v, detail=f"{v.detail}; {why}")
             return False
-        k = places.index(picked[0])
-        self.found(h, Verdict.MERGED, ladder.Place(picked[0], size, h.new_lines),
+        k = places.index(pick)
+        agree = [str(vote.witness) for vote in others if vote.places]
+        self.found(h, Verdict.MERGED, ladder.Place(pick, len(h.old_lines), h.new_lines),
                    detail=f"3-way merge from {base.label}: of the places at lines {lines}, the "
-                          f"{_ordinal(k + 1)}, as in its base")
+                          f"{_ordinal(k + 1)}, as in its base" + (f" ({', '.join(agree)} agreeing)" if agree else ""))
         return True
 
     def _refuse_merge(self, unresolved: list[Hunk], why: str) -> None:
@@ -693,11 +707,13 @@ class _FileLadder:
     def _merged_alone(self, h: Hunk, base: Base) -> bool:
         """Whether the 3-way merge of hunk H alone (its base's pre-image, and that with H applied
         at its one place there) is clean and gives what the line steps give: H's own lines went
-        where the line steps put it, whatever upstream did to another hunk's lines."""
+        where the line steps put it, whatever upstream did to another hunk's lines. Its pre-image
+        must be once in the base: of twins there the merge may take either."""
         pre = base.pre_lines
-        start = witnesses.place_in(h, pre)
-        if start is None:
+        starts = ladder.occurrences(h.old_lines, pre, ladder.line_index(pre))
+        if len(starts) != 1:
             return False
+        start = starts[0]
         post = ladder.splice(pre, [ladder.Place(start, len(h.old_lines), h.new_lines)])
         result, conflicts = git.merge_file(self.current, base.pre, _bytes(post or []))
         return not conflicts and _bytes(ladder.splice(self.lines, [self.places[h.index]]) or []) == result
@@ -735,13 +751,13 @@ class _FileLadder:
         """Where the merge put a change (in a file without the C++ parse) under a section that no
         hunk of the patch names, read where that hunk would start: the patch's function deleted
         upstream and a copy slid into its place. A section line upstream replaced by one other
-        line is the function renamed only where upstream's history shows it (`_renamed_line`)."""
+        line is the function renamed only where upstream's history shows it (`section_fate`)."""
         base = self.base()
         if base is None or not any(h.section for h in self.fc.hunks):
             return None
         sections = Sections(merged)
-        renamed = [text for h in self.fc.hunks for line in [self._renamed_line(h, base)] if line
-                   for text in section_texts(line)]
+        renamed = [text for h in self.fc.hunks for fate in [self.section_fate(h)] if fate and fate.renamed
+                   for text in section_texts(fate.renamed.line)]
 
         def own(h: Hunk, start: int) -> bool:
             found = list(sections.at(start))
@@ -757,49 +773,37 @@ class _FileLadder:
                         + ", ".join(dict.fromkeys(f"`{h.section}`" for h in self.fc.hunks if h.section)))
         return None
 
-    def _renamed_line(self, h: Hunk, base: Base) -> str | None:
-        """The line that replaced the one H's section was written for, where upstream's history
-        shows a rename; None otherwise."""
+    def _renamed_line(self, h: Hunk, base: Base) -> witnesses.Renamed | None:
+        """The line that replaced the one that opens H's function at its place in the base (the
+        section's, or its own first line), where upstream's history shows a rename (the question
+        `section_fate` asks); None otherwise. A split into twins is no rename: which twin the
+        difference calls renamed is chance.
+
+        The difference of two files cannot tell a rename from a copy added under a new name while
+        the function was there, the function deleted later: the copy slid into its place, and the
+        patch's function is gone. Where the base is a commit, upstream's history since it tells:
+        only a commit that replaced the line (the old one gone in it) renamed the function. An
+        index blob's commit is the oldest upstream one holding it; with none known, the
+        difference alone decides."""
         pre = base.pre_lines
-        starts = ladder.occurrences(h.old_lines, pre, ladder.line_index(pre))
-        replaced = self._replaced_section_line(h, pre, starts[0]) if len(starts) == 1 else None
-        if replaced is None or not self._rename_shown(h, base, pre[replaced[0]], self.lines[replaced[1]]):
+        start = witnesses.place_in(h, pre)
+        replaced = self._replaced_section_line(h, pre, start) if start is not None else None
+        if replaced is None or len(ladder.occurrences(h.old_lines, self.lines, self.index)) > \
+                len(ladder.occurrences(h.old_lines, pre, ladder.line_index(pre))):
             return None
-        return self.lines[replaced[1]]
+        shown, commit = self._rename_shown(h, base, pre[replaced[0]], self.lines[replaced[1]])
+        return witnesses.Renamed(replaced[0], replaced[1], self.lines[replaced[1]], commit) if shown else None
 
     def _moved_apart(self, merged: list[str]) -> str | None:
         """Where the merge put lines a hunk adds beside one side of its context while the other
-        side is found unchanged elsewhere in upstream's file: upstream moved them apart."""
-        for i1, i2, j1, j2 in self.differences(self.lines, merged):
-            if i1 == i2 and self._sides_apart(merged[j1:j2], i1):
-                return (f"put the lines a hunk adds at line {j1 + 1}, beside one side of its context, while "
-                        "the other side is found unchanged elsewhere: upstream moved them apart")
-        return None
-
-    def _sides_apart(self, added: list[str], at: int) -> bool:
-        """Whether ADDED, inserted before 0-based line AT of upstream's file, is a hunk's added
-        lines whose context on one side, once in the base, is found in upstream's file but not
-        beside AT: upstream moved a neighbour away (a function the patch adds after another goes
-        with neither). A side the base has twice says nothing: its twin may be what is left."""
+        side is found unchanged elsewhere in upstream's file (`witnesses.moved_apart`)."""
         base = self.base()
-        pre = base.pre_lines if base is not None else []
-        index = ladder.line_index(pre)
-
-        def moved(side: tuple[str, ...], beside: int) -> bool:  # once in the base, elsewhere now
-            found = ladder.occurrences(side, self.lines, self.index) if side else []
-            return bool(found) and beside not in found and len(ladder.occurrences(side, pre, index)) == 1
-
-        return any(moved(before, at - len(before)) or moved(after, at)
-                   for before, after, _, _ in self._stands_in_hunks(added))
-
-    def _stands_in_hunks(self, added: list[str]) -> Iterator[tuple[tuple[str, ...], tuple[str, ...], Hunk, int]]:
-        """Each place ADDED stands in a hunk's post-image: (its lines before, its lines after, the
-        hunk, the index there)."""
-        n = len(added)
-        for h in self.fc.hunks:
-            new = h.new_lines
-            for k in (k for k in range(len(new) - n + 1) if list(new[k:k + n]) == added):
-                yield new[:k], new[k + n:], h, k
+        at = witnesses.moved_apart(self.differences(self.lines, merged), merged, self.fc.hunks, self.lines,
+                                   self.index, base.pre_lines if base is not None else [])
+        if at is None:
+            return None
+        return (f"put the lines a hunk adds at line {at + 1}, beside one side of its context, while "
+                "the other side is found unchanged elsewhere: upstream moved them apart")
 
     def _adds_own_lines(self, added: list[str], at: int, there: str) -> bool:
         """Whether ADDED, which the merge inserted before 0-based line AT of upstream's file in
@@ -810,7 +814,7 @@ class _FileLadder:
         if base is None:
             return False
         post = _lines(base.post)
-        for before, after, h, k in self._stands_in_hunks(added):
+        for before, after, h, k in witnesses.stands_in_hunks(added, self.fc.hunks):
             found = (before and ladder.occurrences(before, self.lines, self.index) == [at - len(before)]) or \
                 (after and ladder.occurrences(after, self.lines, self.index) == [at])
             places = ladder.occurrences(h.new_lines, post, ladder.line_index(post)) if found else []
@@ -825,10 +829,8 @@ class _FileLadder:
         spliced = ladder.splice(self.lines, list(self.places.values()))
         if spliced is None:
             return set()  # reported as overlapping hunks
-        ranges = ladder.spliced_ranges(self.places)
-        differing = [(i1, i2) for i1, i2, _, _ in self.differences(spliced, merged)]
-        hit = {index for index, (lo, hi) in ranges.items() for i1, i2 in differing
-               if (i1 < hi and lo < i2) or (i1 == i2 and lo < i1 < hi)}
+        differing = self.differences(spliced, merged)
+        hit = witnesses.placed_differently(ladder.spliced_ranges(self.places), differing)
         if complete and differing and not hit:
             hit = {i for i, v in self.verdicts.items() if v.verdict is not Verdict.CLEAN}
         return hit
@@ -969,6 +971,7 @@ class Applier:
         self._moves: dict[str, str | None] = {}  # a path upstream lacks -> where it moved
         self.renames: dict[str, str] = {}  # old path -> new, for every file a patch followed there
         self._parsed: dict[str, CppScopes] = {}  # path -> the last C++ parse of it (`apply_file`)
+        self._had: dict[tuple[str, str], bool] = {}  # (path, text) -> `_ever_had`
 
     def apply(self, patch: Patch) -> _Applied:
         if patch.malformed:
@@ -981,14 +984,19 @@ class Applier:
         blank = self._blank_not_found(patch, hunks)
         short: tuple[str, ...] = ()
         read = patch  # as it was read for the result
+        if blank and not self.fuzz:
+            return self._malformed(patch, blank)
         if blank:
             # The other reading of a hunk one line short: as written, the line deleted by hand
-            # being another than a blank last one. Taken where every such hunk is found so.
+            # being another than a blank last one. Its header's last line is missing: GNU patch
+            # places it so only with fuzz 1 (`_short_read`). Taken where every such hunk is placed
+            # within the --fuzz asked, that line counted.
             written = _as_written(patch, {(v.file, v.hunk) for v in hunks if v.verdict not in _BLANK_FOUND})
             hunks, changes, read = *self._place(written), written
-            found = {(v.file, v.hunk): v.verdict for v in hunks}
-            if any(found.get((fc.path, h.index)) not in _BLANK_FOUND | {Verdict.FUZZED}
-                   for fc, h in _short_hunks(patch, written)):
+            short_keys = {(fc.path, h.index) for fc, h in _short_hunks(patch, written)}
+            hunks = [_short_read(v) if (v.file, v.hunk) in short_keys else v for v in hunks]
+            if any(v.verdict not in _BLANK_FOUND | {Verdict.FUZZED} or v.fuzz > self.fuzz
+                   for v in hunks if (v.file, v.hunk) in short_keys):
                 return self._malformed(patch, blank)
             short = tuple(f"{patch.name}:{h.blank_read_at}: hunk {h.index} of {fc.path} is one line short of its "
                           "header's count, and upstream has no blank line there: read as written"
@@ -1013,7 +1021,7 @@ class Applier:
             verdicts, change = self._apply_file(fc, recorded, changes)
             hunks += verdicts
             changes.update(change)
-        return self._told_whole(patch, self._mark_blocked(patch, hunks)), changes
+        return self._told_whole(patch, self._mark_blocked(patch, hunks), recorded), changes
 
     def _files_at_base(self, patch: Patch) -> dict[str, Base]:
         """PATCH's text files before and after it where the queue was made (`--base`), when it
@@ -1034,19 +1042,21 @@ class Applier:
                                                     own=True)
         return pairs
 
-    def _told_whole(self, patch: Patch, hunks: list[HunkVerdict]) -> list[HunkVerdict]:
+    def _told_whole(self, patch: Patch, hunks: list[HunkVerdict], recorded: str | None) -> list[HunkVerdict]:
         """HUNKS, where upstream adopted the patch, each hunk not found applied said to be so too:
         some hunks are upstream's already, and the block of lines each other one only adds stands
-        beside its place (upstream put the same test case a few lines off). Placing them would
-        add second copies."""
+        beside its place (upstream put the same test case a few lines off), one more copy of it
+        than its base (RECORDED: the last good run's commit) had. Placing them would add second
+        copies. Without a base nothing tells a block upstream adopted from one it always had."""
         pending = [v for v in hunks if v.verdict is not Verdict.ALREADY_APPLIED]
         if len(pending) == len(hunks) or not pending or not all(v.verdict.good for v in pending):
             return hunks
         told = {}
         for v in pending:
-            h = next(h for fc in patch.files if fc.path == v.file for h in fc.hunks if h.index == v.hunk)
-            current = self.tree.read(v.file)
-            at = witnesses.adopted_block_at(h, _lines(current)) if current is not None else None
+            fc, h = next((fc, h) for fc in patch.files if fc.path == v.file for h in fc.hunks if h.index == v.hunk)
+            current, base = self.tree.read(v.file), self._base(fc, recorded)
+            at = witnesses.adopted_block_at(h, _lines(current), base.pre_lines) \
+                if current is not None and base is not None else None
             if at is None:
                 return hunks
             told[id(v)] = replace(v, verdict=Verdict.ALREADY_APPLIED, actual_line=at + 1, offset=None,
@@ -1203,10 +1213,14 @@ class Applier:
         return made[-1] if made else None
 
     def _ever_had(self, path: str, text: str) -> bool:
-        """Whether any commit of upstream's history up to the target added or removed TEXT in PATH
-        (so some version of the file had it)."""
-        return bool(git.run(["log", "-n1", "--format=%H", f"-S{text}", self.revision.commit, "--", path],
-                            cwd=self.mirror.path))
+        """Whether any commit of upstream's history up to the target added or removed TEXT in PATH,
+        or in the file under the names it had before upstream moved it (so some version of the file
+        had it). Asked once per path and text in a run: a queue's patches name the same sections."""
+        key = (path, text)
+        if key not in self._had:
+            self._had[key] = bool(git.run(["log", "-n1", "--format=%H", "--follow", f"-S{text}", self.revision.commit,
+                                           "--", f":(literal){path}"], cwd=self.mirror.path))
+        return self._had[key]
 
     def _line_origin(self, path: str, base: str, old: str, new: str) -> LineOrigin | None:
         """Where line NEW came into PATH in upstream's history from the upstream commit under BASE
@@ -1293,6 +1307,18 @@ def _as_written(patch: Patch, keys: set[tuple[str, int]]) -> Patch:
         return replace(h, old_lines=h.old_lines[:-1], new_lines=h.new_lines[:-1],
                        trailing_context=h.trailing_context - 1, blank_read_at=None)
     return replace(patch, files=tuple(replace(fc, hunks=tuple(written(fc, h) for h in fc.hunks)) for fc in patch.files))
+
+
+def _short_read(v: HunkVerdict) -> HunkVerdict:
+    """The verdict of a hunk read as written, one line short of its header's count: where it was
+    placed by its lines, the line its header promised and it lacks is one line of fuzz (GNU patch
+    places it with fuzz 1, not with -F0)."""
+    if v.verdict not in (Verdict.CLEAN, Verdict.OFFSET, Verdict.FUZZED):
+        return v
+    fuzz = v.fuzz + 1
+    return replace(v, verdict=Verdict.FUZZED, fuzz=fuzz, offset=v.offset or 0,
+                   detail="; ".join(filter(None, [f"read as written, one line short of its header's count: "
+                                                  f"placed with fuzz {fuzz}", v.detail])))
 
 
 def _short_hunks(patch: Patch, written: Patch) -> Iterator[tuple[FileChange, Hunk]]:

@@ -7,8 +7,8 @@ has no right place there, so a safe tool refuses; the head's own text: upstream 
 so the right result changes nothing). Some are refused today where `git am -3` or GNU `patch -F2`
 is right (a section renamed, invented or written by another tool's rule; a clean merge under
 another section line; twins the exact base tells apart; a fuzz candidate its neighbours
-corroborate; a hunk one line short); the traps beside them have no right place (the section
-still stands and the only match is in another function; the section's function deleted; the
+corroborate; a hunk one line short; twins a patch fixes alike); the traps beside them have no
+right place (the section still stands and the only match is in another function; the section's function deleted; the
 change's site rewritten while fuzz finds twins far away) and must stay refused.
 
 `build_shapes(dest)` writes the upstream (tag b1000: every shape's base; b1001, b1002: its later
@@ -416,6 +416,25 @@ def _twins_same_function() -> Shape:
                  _sub_first(twin, *change))
 
 
+def _twins_fixed_twice() -> Shape:
+    path = "src/llama-kv-cache-io.cpp"
+    head = [f"// {path}: the reach shapes' cache reader (written for the benchmark)", '#include "llama-kv-cache.h"', ""]
+    loop = ["for (uint32_t il = 0; il < n_layer; ++il) {", "    ggml_tensor * t = layers[il].k;",
+            "    const size_t nbytes = ggml_row_size(t->type, n_embd) * cell_count;",
+            "    io.read_to(t->data, nbytes);", "    offs += nbytes;", "}", "ggml_backend_synchronize(backend);",
+            "io.check(offs);", "n_read++;"]
+    steps = [f"state_step_{i}(io, cell_count);" for i in range(8)]
+    base = _text(head, _filler("kvio", 2), _fn("bool llama_kv_cache::state_read_data(llama_io_read_i & io, uint32_t cell_count)",
+                                               ["// the keys", *loop, *steps, "// the values", *loop, "return true;"]),
+                 _filler("kvioc", 2))
+    # upstream adds a helper above the function: both copies move down alike
+    moved = _sub(base, head[1] + "\n", head[1] + "\n" + _text(_filler("kvionew", 1)))
+    change = ("        offs += nbytes;\n", "        offs += GGML_PAD(nbytes, 32);\n")
+    return Shape("twins-fixed-twice", "twins in one function that the patch fixes alike (its two hunks have one "
+                 "pre-image): the exact base's merge changes both, the base's order tells which is which",
+                 path, base, (moved, moved), _sub(base, *change, count=2), _sub(moved, *change, count=2))
+
+
 def _objc_section() -> Shape:
     path = "ggml/src/ggml-metal/ggml-metal-queue.m"
     base = _text(f"// {path}: the reach shapes' command queue (written for the benchmark)", '#import "ggml-metal-queue.h"', "",
@@ -466,7 +485,7 @@ def _adopted() -> Shape:
 SHAPES: tuple[Callable[[], Shape], ...] = (
     _renamed_section, lambda: _renamed_section(merge=True), _changed_signature, _invented_section, _section_still_stands, _section_deleted,
     _metal_instantiations, _header_declarations, _python_def_over_if, _class_private, _fuzz_neighbours, _fuzz_far,
-    _short_hunk, _twins_merge, _twins_same_function, _objc_section, _adopted)
+    _short_hunk, _twins_merge, _twins_same_function, _twins_fixed_twice, _objc_section, _adopted)
 
 
 # --- the upstream and the queue --------------------------------------------------------------------

@@ -18,8 +18,8 @@ BLOCK = "    for (int n : {1, 7, 512}) {\n        cases.emplace_back(new test_to
 FILLER = "".join(f"static int helper_{i}(int x) {{\n    return x * {i} + {i * 7};\n}}\n\n" for i in range(8))
 
 
-def text(enum_top_k: bool, block_after: str | None) -> str:
-    cases = "".join(c + (BLOCK if block_after and c.startswith(f"    cases.emplace_back(new test_{block_after}(")
+def text(enum_top_k: bool, *blocks_after: str) -> str:
+    cases = "".join(c + (BLOCK if any(c.startswith(f"    cases.emplace_back(new test_{name}(") for name in blocks_after)
                          else "") for c in CASES)
     return ("enum op {\n    OP_SUM,\n    OP_ARGSORT,\n" + ("    OP_ARGSORT_TOP_K,\n" if enum_top_k else "")
             + "    OP_COUNT,\n};\n\n" + FILLER + "static void make_cases(std::vector<test *> & cases) {\n" + cases + "}\n")
@@ -30,15 +30,16 @@ def git(cwd: Path, *args: str) -> str:
                           env=git_env(git_identity())).stdout.strip()
 
 
-def apply_at_head(tmp_path: Path, head: str) -> dict:
+def apply_at_head(tmp_path: Path, head: str, *base_blocks: str) -> dict:
+    """The patch made on a base whose blocks are after the cases BASE_BLOCKS, applied at HEAD."""
     repo = tmp_path / "upstream"
     repo.mkdir()
     git(repo, "init", "--quiet", "-b", "master")
-    (repo / "ops.cpp").write_text(text(False, None))
+    (repo / "ops.cpp").write_text(text(False, *base_blocks))
     git(repo, "add", "-A")
     git(repo, "commit", "--quiet", "-m", "base")
     git(repo, "checkout", "--quiet", "-b", "fork")
-    (repo / "ops.cpp").write_text(text(True, "count"))  # the patch: an enum value and a test case
+    (repo / "ops.cpp").write_text(text(True, *base_blocks, "count"))  # the patch: an enum value and a test case
     git(repo, "commit", "--quiet", "-am", "top-k")
     patch = Path(git(repo, "format-patch", "-1", "-o", str(tmp_path / "out")))
     git(repo, "checkout", "--quiet", "master")
@@ -61,3 +62,11 @@ def test_a_like_block_nearby_is_no_adoption_while_the_rest_is_not_upstreams(tmp_
     result = apply_at_head(tmp_path, text(False, "mean"))  # the enum value is not upstream's
     assert result["verdict"] not in ("already-applied", "partially-applied")
     assert result["hunks"][1]["verdict"] != "already-applied"
+
+
+def test_a_block_the_base_already_had_beside_the_place_is_no_adoption(tmp_path):
+    # the base has the block after `mean` already; upstream took only the enum value: the patch's
+    # own copy after `count` is still to add, not upstream's
+    result = apply_at_head(tmp_path, text(True, "mean"), "mean")
+    assert result["hunks"][0]["verdict"] == "already-applied"
+    assert result["hunks"][1]["verdict"] in ("clean", "offset", "merged"), result["hunks"][1]

@@ -68,9 +68,10 @@ def make_queue(tmp_path: Path, upstream: Path, names: list[str]) -> list[Path]:
     return patches
 
 
-def cli_apply(tmp_path: Path, upstream: Path, patches: list[Path]) -> tuple[subprocess.CompletedProcess, dict]:
+def cli_apply(tmp_path: Path, upstream: Path, patches: list[Path],
+              *options: str) -> tuple[subprocess.CompletedProcess, dict]:
     root = write_project(tmp_path / "fork", str(upstream), patches)
-    proc = run_cli("apply", "--json", str(tmp_path / "report.json"), "--markdown", str(tmp_path / "report.md"),
+    proc = run_cli("apply", *options, "--json", str(tmp_path / "report.json"), "--markdown", str(tmp_path / "report.md"),
                    "--junit", str(tmp_path / "junit.xml"), cwd=root)
     assert "Traceback" not in proc.stderr, proc.stderr
     report = json.loads((tmp_path / "report.json").read_text())
@@ -143,26 +144,34 @@ def without_signature(text: str) -> str:
     return re.sub(r"-- \n[^\n]*\n+\Z", "", text)
 
 
-def test_a_hunk_one_line_short_where_upstream_has_no_blank_line_is_read_as_written(tmp_path, upstream):
+def test_a_hunk_one_line_short_where_upstream_has_no_blank_line_is_read_as_written_with_fuzz(tmp_path, upstream):
     """The twin of the blank line a mailer ate: upstream has `enum llama_state_seq_flag {` there,
-    so reading a blank line would invent content (GNU patch -F0, reading it so, refuses it). The
-    other reading, the hunk as written, fits the file: it is placed so, with a warning, where GNU
-    patch -F2 places it (issue 25: a hand-edited hunk one line short)."""
+    so reading a blank line would invent content. The other reading, the hunk as written, lacks
+    the line its header promised: GNU patch places it so with fuzz 1 and refuses it with -F0, and
+    so does patchkit: malformed without --fuzz, fuzzed (with a warning) with it, where GNU patch
+    -F2 places it (issue 25: a hand-edited hunk one line short)."""
     patches = make_queue(tmp_path, upstream.path, ["0001-rename-flags", "0002-comment-on-device", "0003-native-off"])
     text = without_signature(patches[0].read_text())
     assert text.endswith(" enum llama_state_seq_flag {\n")
     patches[0].write_text(text.removesuffix(" enum llama_state_seq_flag {\n"))
-    proc, report = cli_apply(tmp_path, upstream.path, patches)
+    proc, report = cli_apply(tmp_path / "nofuzz", upstream.path, patches)
+    assert proc.returncode == 1
+    assert [p["verdict"] for p in report["patches"]] == ["malformed", "blocked", "clean"]
+    assert report["patches"][0]["detail"].startswith(
+        f"0001-rename-flags.patch:22: hunk 1 of {HEADER} is one line short of its header's count; read as a "
+        "blank context line only where upstream has one there, and it was conflict")
+    proc, report = cli_apply(tmp_path, upstream.path, patches, "--fuzz", "1")
     assert proc.returncode == 0, proc.stderr
-    assert [p["verdict"] for p in report["patches"]] == ["clean", "clean", "clean"]
+    assert [p["verdict"] for p in report["patches"]] == ["fuzzed", "clean", "clean"]
+    assert report["patches"][0]["hunks"][0]["fuzz"] == 1
     assert (f"0001-rename-flags.patch:22: hunk 1 of {HEADER} is one line short of its header's count, and upstream "
             "has no blank line there: read as written") in proc.stderr
     work = tmp_path / "gnu"
     git.run(["clone", "--quiet", str(upstream.path), str(work)])
     gnu = subprocess.run(["patch", "-p1", "-F0", "--dry-run", "-i", str(patches[0])], cwd=work, capture_output=True, text=True)
     assert gnu.returncode != 0
-    gnu = subprocess.run(["patch", "-p1", "-F2", "-i", str(patches[0])], cwd=work, capture_output=True, text=True)
-    assert gnu.returncode == 0
+    gnu = subprocess.run(["patch", "-p1", "-F1", "-i", str(patches[0])], cwd=work, capture_output=True, text=True)
+    assert gnu.returncode == 0 and "with fuzz 1" in gnu.stdout
     ours = tmp_path / "fork" / "llama.cpp"
     first = git.run(["rev-list", "--reverse", "HEAD"], cwd=ours).split()[-3]  # the first patch's commit
     assert git.run(["show", f"{first}:{HEADER}"], cwd=ours) + "\n" == (work / HEADER).read_text()

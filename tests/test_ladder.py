@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from patchkit.apply import Base, Verdict, apply_file
+from patchkit.apply import Base, Verdict, _FileLadder, _lines, apply_file
+from patchkit.ladder import Place
 from patchkit.queue import FileChange, Hunk
 from patchkit.scopes import funcname_at
 
@@ -256,3 +257,41 @@ def test_lines_are_split_at_newlines_only():
 def test_gits_section_is_cut_at_80_bytes_not_characters():
     line = "static void " + "\u00e9" * 50 + "() {"
     assert funcname_at([line, "x"], 1).encode("utf-8", errors="surrogateescape") == line.encode()[:80]
+
+
+def test_a_hunks_own_merge_vouches_for_its_place_only_with_one_place_in_its_base():
+    """`_merged_alone` (the witness that keeps a moved hunk where the whole file's merge
+    conflicts): with the pre-image twice in the base, the merge may take either twin."""
+    twin = ["{", *BLOCK, "}"]
+    pre = ["void f()", *twin, "void g()", *twin]
+    h = hunk(BLOCK, CHANGED, 3)
+    post = ["void f()", "{", *CHANGED, "}", "void g()", *twin]
+    base = Base("the base", text(pre), text(post))
+    upstream = ["#include <a.h>", "#include <b.h>", *pre]  # two lines added above: both places moved
+    fc = FileChange("f.c", "f.c", None, None, (h,))
+    file_ladder = _FileLadder(fc, text(upstream), lambda f: base, 0)
+    file_ladder.places[h.index] = Place(4, len(BLOCK), h.new_lines)
+    assert _lines(text(upstream))[4] == BLOCK[0] + "\n"
+    assert not file_ladder._merged_alone(h, base)
+    once = ["void f()", *twin, "void g()", "{", "    other();", "}"]
+    file_ladder = _FileLadder(fc, text(["#include <a.h>", "#include <b.h>", *once]),
+                              lambda f: Base("the base", text(once), text(post[:7] + once[7:])), 0)
+    file_ladder.places[h.index] = Place(4, len(BLOCK), h.new_lines)
+    assert file_ladder._merged_alone(h, file_ladder.base())
+
+
+def test_twins_the_evidence_disagrees_on_are_refused_naming_it():
+    """The merge and the base's twin order point at the first twin; upstream deleted the 40 lines
+    above it, so the recorded line now points at the second (where git am -3's `git apply` step
+    would put it). The evidence disagrees: refused, the detail naming which points where."""
+    twin = ["    for (int i = 0; i < n; i++) {", "        x[i] = y[i];", "        y[i] = 0;", "    }"]
+    x = [f"    step_x{i}();" for i in range(40)]
+    pre = ["void f(void) {", *x, *twin, *[f"    step_y{i}();" for i in range(35)], *twin, "}"]
+    patched = [*pre[:42], "        x[i] = y[i] + 1;", *pre[43:]]
+    h = hunk(pre[41:45], patched[41:45], 42, "void f(void) {")
+    upstream = [pre[0], *pre[41:]]  # the 40 lines above the first twin gone
+    base = Base("the base", text(pre), text(patched))
+    verdict, content = run(h, upstream, lambda fc: base)
+    assert verdict.verdict is Verdict.AMBIGUOUS and content is None
+    assert verdict.detail.endswith("; the evidence disagrees: the 3-way merge from the base at line 2; "
+                                   "the base's twin order at line 2; the recorded line at line 41"), verdict.detail

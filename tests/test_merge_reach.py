@@ -301,3 +301,40 @@ def test_a_rename_the_merge_follows_shows_in_one_upstream_commit(tmp_path, how):
         assert "in `ggml_compute_forward_conv_2d_packed_f16` (by a C++ parse), where the patch changes nothing" \
             in hunk.detail
         assert (project.output_dir / KERNEL_PATH).read_text() == ops(kernel("_f16"))
+
+
+# One function reading two caches with the same loop: a fix to both copies is two hunks of one pre-image.
+LOOP = """\
+    for (uint32_t il = 0; il < n_layer; ++il) {
+        ggml_tensor * t = layers[il].k;
+        io.read_to(t->data, nbytes);
+        offs += nbytes;
+    }
+    ggml_backend_synchronize(backend);
+    io.check(offs);
+    n_read++;
+"""
+STEPS = "".join(f"    state_step_{i}(io, cell_count);\n" for i in range(7))
+CACHES = ('#include "llama-kv-cache.h"\n\nbool llama_kv_cache::state_read_data(llama_io_read_i & io, uint32_t cell_count) {\n'
+          f"    // the keys\n{LOOP}{STEPS}    // the values\n{LOOP}    return true;\n}}\n")
+OFFS, PADDED = "        offs += nbytes;\n", "        offs += GGML_PAD(nbytes, 32);\n"
+
+
+def test_twins_a_patch_fixes_alike_are_told_apart_by_the_merge_and_the_base_order(tmp_path):
+    """Both hunks match both copies; the merge from the patch's base changes both copies (it is
+    the patch's whole change), and the base's twin order says which hunk is which: each is
+    placed, as git am -3 places them (issue 25, shape 4: "the 3-way merge changed several")."""
+    path = "src/llama-kv-cache-io.cpp"
+    upstream = upstream_repo(tmp_path, {path: CACHES})
+    (patch,) = make_patches(tmp_path, upstream, [("pad-offsets", lambda w: (w / path).write_text(
+        CACHES.replace(OFFS, PADDED)))])
+    grown = CACHES.replace('#include "llama-kv-cache.h"\n', '#include "llama-kv-cache.h"\n#include "llama-io.h"\n\n')
+    commit(upstream, {path: grown}, "kv-cache : include the io header")
+    project, report = apply(tmp_path / "fork", upstream, [patch])
+    (result,) = report.patches
+    assert [h.verdict for h in result.hunks] == [Verdict.MERGED, Verdict.MERGED], [h.detail for h in result.hunks]
+    assert "the 2nd, as in its base" in result.hunks[1].detail
+    want = grown.replace(OFFS, PADDED)
+    assert (project.output_dir / path).read_text() == want
+    am = git_am_3(upstream, patch, tmp_path / "am")
+    assert am is not None and (am / path).read_text() == want

@@ -90,6 +90,9 @@ def test_a_function_renamed_in_one_commit_takes_the_hunk_as_git_am_3_does(tmp_pa
     ])
     (result,) = report.patches
     assert result.verdict is Verdict.MERGED and result.hunks[0].detail.startswith("3-way merge from the last good run")
+    renamed_in = git.run(["rev-parse", "--short=12", "HEAD"], cwd=upstream)
+    assert result.hunks[0].detail.endswith(  # the section's fate, which let the merge's change stand
+        f"; the section `{OLD.strip()}` was renamed `{NEW.strip()}` in {renamed_in}; followed")
     merged = (project.output_dir / PATH).read_bytes()
     assert merged == RENAMED.replace(SCHEDULED, SCHEDULED_ASYNC).encode()
     am = git_am_3(upstream, patch, tmp_path / "am")
