@@ -643,8 +643,9 @@ class _FileLadder:
         the exact base's merge turned it into H's post-image (the merge aligns lines, and of twins
         it may take any: it is not enough alone), the twins' order in the base points at it (the
         base has as many places for the hunk, in its section, as upstream, and the patch's own is
-        the k-th), and neither the recorded line nor the offset of the patch's other hunks in the
-        file points at another. Where upstream added, removed or moved a twin, the order says
+        the k-th), and the offset of the patch's other hunks in the file points at no other (the
+        recorded line is said beside the pick where it points elsewhere, and decides nothing:
+        `witnesses.ranked_twin`). Where upstream added, removed or moved a twin, the order says
         nothing and it is refused, with a section or without: in a file without one (or with
         twins in one function) the order is the only witness besides the merge, and a section
         naming every twin adds none; the section's fate and the parse have judged every twin
@@ -658,14 +659,14 @@ class _FileLadder:
                                                                if p is not None))
         offsets = {(v.offset or 0) for i, v in self.verdicts.items() if i != h.index and i in self.places
                    and v.verdict in (Verdict.CLEAN, Verdict.OFFSET)}
-        others = [witnesses.near_vote("the recorded line", h.old_start - 1, places)] + \
-            [witnesses.near_vote(f"the offset of the patch's other hunks ({offset:+d})", h.old_start - 1 + offset, places)
-             for offset in offsets if len(offsets) == 1]
+        recorded = witnesses.near_vote("the recorded line", h.old_start - 1, places)
+        others = [witnesses.near_vote(f"the offset of the patch's other hunks ({offset:+d})", h.old_start - 1 + offset, places)
+                  for offset in offsets if len(offsets) == 1]
         pick = witnesses.ranked_twin(merge, order, others)
         lines = ", ".join(str(s + 1) for s in places)
         if pick is None:
             v = self.verdicts[h.index]
-            said = "; ".join(str(vote) for vote in (merge, order, *others) if vote.places)
+            said = "; ".join(str(vote) for vote in (merge, order, *others, recorded) if vote.places)
             why = ("the 3-way merge from {} changed {}".format(base.label, "none of them" if not merge.places else
                    f"line {merge.places[0] + 1}" if len(merge.places) == 1 else "several")
                    + (f", and the base does not confirm it: the patch's own place is not one of {len(places)} "
@@ -675,10 +676,12 @@ class _FileLadder:
             self.verdicts[h.index] = replace(v, detail=f"{v.detail}; {why}")
             return False
         k = places.index(pick)
-        agree = [str(vote.witness) for vote in others if vote.places]
+        agree = [str(vote.witness) for vote in (*others, recorded) if vote.places == (pick,)]
+        apart = f"; {recorded}, where `git apply` would put it" if recorded.places not in ((), (pick,)) else ""
         self.found(h, Verdict.MERGED, ladder.Place(pick, len(h.old_lines), h.new_lines),
                    detail=f"3-way merge from {base.label}: of the places at lines {lines}, the "
-                          f"{_ordinal(k + 1)}, as in its base" + (f" ({', '.join(agree)} agreeing)" if agree else ""))
+                          f"{_ordinal(k + 1)}, as in its base" + (f" ({', '.join(agree)} agreeing)" if agree else "")
+                          + apart)
         return True
 
     def _refuse_merge(self, unresolved: list[Hunk], why: str) -> None:
@@ -985,7 +988,8 @@ class Applier:
         short: tuple[str, ...] = ()
         read = patch  # as it was read for the result
         if blank and not self.fuzz:
-            return self._malformed(patch, blank)
+            return self._malformed(patch, f"{blank}; read as written instead, its missing line is one line of "
+                                          "fuzz (GNU patch places it so with -F1): rerun with --fuzz 1 to allow it")
         if blank:
             # The other reading of a hunk one line short: as written, the line deleted by hand
             # being another than a blank last one. Its header's last line is missing: GNU patch

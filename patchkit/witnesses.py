@@ -332,8 +332,11 @@ def near_vote(witness: str, expected: int, places: Sequence[int]) -> Vote:
 
 def ranked_twin(merge: Vote, order: Vote, others: Sequence[Vote]) -> int | None:
     """The twin the evidence agrees on: the one the base's twin ORDER points at, among those the
-    exact base's MERGE turned into the hunk's post-image, and no OTHER vote (the recorded line,
-    the other hunks' offset) pointing elsewhere. None: they disagree, or a required one is silent."""
+    exact base's MERGE turned into the hunk's post-image, and no OTHER vote (the offset of the
+    patch's other hunks) pointing elsewhere. None: they disagree, or a required one is silent.
+    The recorded line is no vote here: where upstream removed lines above the first twin it
+    points at the next one, which is how `git apply` (and so git am -3) goes wrong; the merge and
+    the base's order read where the lines went, it does not."""
     if len(order.places) != 1 or order.places[0] not in merge.places:
         return None
     pick = order.places[0]

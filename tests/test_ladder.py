@@ -280,10 +280,11 @@ def test_a_hunks_own_merge_vouches_for_its_place_only_with_one_place_in_its_base
     assert file_ladder._merged_alone(h, file_ladder.base())
 
 
-def test_twins_the_evidence_disagrees_on_are_refused_naming_it():
+def test_twins_the_merge_and_the_base_order_agree_on_are_placed_whatever_the_recorded_line_says():
     """The merge and the base's twin order point at the first twin; upstream deleted the 40 lines
     above it, so the recorded line now points at the second (where git am -3's `git apply` step
-    would put it). The evidence disagrees: refused, the detail naming which points where."""
+    puts it, wrongly). The recorded line decides nothing: placed at the first, the detail naming
+    where the recorded line points."""
     twin = ["    for (int i = 0; i < n; i++) {", "        x[i] = y[i];", "        y[i] = 0;", "    }"]
     x = [f"    step_x{i}();" for i in range(40)]
     pre = ["void f(void) {", *x, *twin, *[f"    step_y{i}();" for i in range(35)], *twin, "}"]
@@ -292,6 +293,28 @@ def test_twins_the_evidence_disagrees_on_are_refused_naming_it():
     upstream = [pre[0], *pre[41:]]  # the 40 lines above the first twin gone
     base = Base("the base", text(pre), text(patched))
     verdict, content = run(h, upstream, lambda fc: base)
-    assert verdict.verdict is Verdict.AMBIGUOUS and content is None
-    assert verdict.detail.endswith("; the evidence disagrees: the 3-way merge from the base at line 2; "
-                                   "the base's twin order at line 2; the recorded line at line 41"), verdict.detail
+    assert verdict.verdict is Verdict.MERGED and verdict.actual_line == 2, verdict.detail
+    assert _lines(content)[2] == "        x[i] = y[i] + 1;\n" and _lines(content)[41] == "        x[i] = y[i];\n"
+    assert verdict.detail.endswith("as in its base; the recorded line at line 41, where `git apply` would put it"), \
+        verdict.detail
+
+
+def test_twins_the_other_hunks_offset_disputes_are_refused_naming_the_evidence():
+    """As above, with another hunk of the patch above the lines upstream deleted, found unmoved:
+    the offset of the patch's other hunks (+0) points at the second twin, the merge and the base's
+    order at the first. The evidence disagrees: refused, the detail naming which points where."""
+    twin = ["    for (int i = 0; i < n; i++) {", "        x[i] = y[i];", "        y[i] = 0;", "    }"]
+    head = [f"    head{i}();" for i in range(8)]
+    x = [f"    step_x{i}();" for i in range(40)]
+    pre = ["void f(void) {", *head, *x, *twin, *[f"    step_y{i}();" for i in range(35)], *twin, "}"]
+    patched = [*pre[:4], "    head3(1);", *pre[5:50], "        x[i] = y[i] + 1;", *pre[51:]]
+    top = hunk(pre[1:8], patched[1:8], 2, "void f(void) {", index=0)
+    first = hunk(pre[49:53], patched[49:53], 50, "void f(void) {")
+    upstream = [*pre[:9], *pre[49:]]  # the 40 lines above the first twin gone
+    base = Base("the base", text(pre), text(patched))
+    fc = FileChange("f.c", "f.c", None, None, (top, first))
+    verdicts, content = _FileLadder(fc, text(upstream), lambda f: base, 0).run()
+    assert verdicts[0].verdict is Verdict.CLEAN and content is None, verdicts
+    assert verdicts[1].verdict is Verdict.AMBIGUOUS, verdicts[1]
+    assert "the evidence disagrees: the 3-way merge from the base at line 10; the base's twin order at line 10; " \
+        "the offset of the patch's other hunks (+0) at line 49" in verdicts[1].detail, verdicts[1].detail

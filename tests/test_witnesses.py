@@ -130,9 +130,9 @@ def test_twins_are_ranked_by_the_evidence_that_agrees():
     merge = witnesses.Vote("the merge", (1, 6))
     order = witnesses.Vote("the base's twin order", (6,))
     assert witnesses.ranked_twin(merge, order, []) == 6
-    assert witnesses.ranked_twin(merge, order, [witnesses.Vote("the recorded line", (6,))]) == 6
-    assert witnesses.ranked_twin(merge, order, [witnesses.Vote("the recorded line", ())]) == 6  # silent
-    assert witnesses.ranked_twin(merge, order, [witnesses.Vote("the recorded line", (1,))]) is None  # disagrees
+    assert witnesses.ranked_twin(merge, order, [witnesses.Vote("the other hunks' offset", (6,))]) == 6
+    assert witnesses.ranked_twin(merge, order, [witnesses.Vote("the other hunks' offset", ())]) == 6  # silent
+    assert witnesses.ranked_twin(merge, order, [witnesses.Vote("the other hunks' offset", (1,))]) is None  # disagrees
     assert witnesses.ranked_twin(witnesses.Vote("the merge", (1,)), order, []) is None
     assert witnesses.ranked_twin(merge, witnesses.Vote("the base's twin order", ()), []) is None  # order required
     assert str(witnesses.Vote("the merge", (1, 6))) == "the merge at lines 2, 7"
