@@ -20,6 +20,9 @@ PATCH_NAME = "server-keep-speculative-checkpoints-on-device.patch"
 # lines at 80 columns as on a terminal. A test that wants a width asks for it.
 for _name in ("COLUMNS", "LINES"):
     os.environ.pop(_name, None)
+# Bytecode written as on CI: under PYTHONDONTWRITEBYTECODE each CLI a test starts would compile
+# again all of patchkit it imports (a fifth of the suite's time).
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 
 def git_identity(name: str = "Fork Dev", email: str = "dev@fork.invalid",
