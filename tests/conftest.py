@@ -104,6 +104,33 @@ def github_issues(httpserver):
 
 
 @pytest.fixture(scope="session")
+def installed_patchkit(tmp_path_factory) -> Path:
+    """This checkout installed as a user installs it (`pip install .`, not editable) into a folder
+    of its own, for PYTHONPATH: `ci github` then packs it as the wheel the workflow installs.
+    The editable install the tests run from is refused there. Here, not in a module that test
+    modules import: each importing module would get a fixture of its own, and a pip install."""
+    root = tmp_path_factory.mktemp("installed")
+    source = root / "source"
+    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(REPO / name, source / name)
+    for name in ("patchkit", "recipes"):
+        shutil.copytree(REPO / name, source / name, ignore=ignore)
+    target = root / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(source)],
+                   check=True, capture_output=True, timeout=300)
+    return target
+
+
+@pytest.fixture
+def as_installed(installed_patchkit, monkeypatch) -> Path:
+    """`python -m patchkit` in subprocesses (run_cli) runs the installed copy."""
+    monkeypatch.setenv("PYTHONPATH", str(installed_patchkit))
+    return installed_patchkit
+
+
+@pytest.fixture(scope="session")
 def upstream(tmp_path_factory):
     """The llama.cpp-shaped upstream with every scenario branch, built once per session."""
     from patchkit.fixture import build_upstream
