@@ -20,6 +20,9 @@ PATCH_NAME = "server-keep-speculative-checkpoints-on-device.patch"
 # lines at 80 columns as on a terminal. A test that wants a width asks for it.
 for _name in ("COLUMNS", "LINES"):
     os.environ.pop(_name, None)
+# Bytecode written as on CI: under PYTHONDONTWRITEBYTECODE each CLI a test starts would compile
+# again all of patchkit it imports (a fifth of the suite's time).
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 
 def git_identity(name: str = "Fork Dev", email: str = "dev@fork.invalid",
@@ -98,6 +101,33 @@ def github_issues(httpserver):
     env = {"GITHUB_REPOSITORY": "fork/llama.cpp", "GITHUB_TOKEN": "t",
            "GITHUB_API_URL": httpserver.url_for("").rstrip("/")}
     return env, posted
+
+
+@pytest.fixture(scope="session")
+def installed_patchkit(tmp_path_factory) -> Path:
+    """This checkout installed as a user installs it (`pip install .`, not editable) into a folder
+    of its own, for PYTHONPATH: `ci github` then packs it as the wheel the workflow installs.
+    The editable install the tests run from is refused there. Here, not in a module that test
+    modules import: each importing module would get a fixture of its own, and a pip install."""
+    root = tmp_path_factory.mktemp("installed")
+    source = root / "source"
+    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(REPO / name, source / name)
+    for name in ("patchkit", "recipes"):
+        shutil.copytree(REPO / name, source / name, ignore=ignore)
+    target = root / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(source)],
+                   check=True, capture_output=True, timeout=300)
+    return target
+
+
+@pytest.fixture
+def as_installed(installed_patchkit, monkeypatch) -> Path:
+    """`python -m patchkit` in subprocesses (run_cli) runs the installed copy."""
+    monkeypatch.setenv("PYTHONPATH", str(installed_patchkit))
+    return installed_patchkit
 
 
 @pytest.fixture(scope="session")

@@ -25,8 +25,7 @@ import pytest
 import yaml
 from werkzeug import Request, Response
 
-from conftest import run_cli
-from installed import CHECKOUT, as_installed, installed_patchkit  # noqa: F401 (fixtures)
+from conftest import REPO, run_cli
 from patchkit import DISTRIBUTION, __version__
 from patchkit.ci.install import BUNDLE_DIR, resolve
 
@@ -126,7 +125,7 @@ def test_no_generated_install_step_resolves_to_a_stranger_on_the_index(tmp_path,
     (dist_info,) = site.glob("*.dist-info")
     assert dist_info.name == f"patchkit_queue-{__version__}.dist-info"
     for name in ("__init__.py", "ci/install.py", "recipes/cuda.yaml"):
-        source = CHECKOUT / ("recipes/cuda.yaml" if name.startswith("recipes/") else f"patchkit/{name}")
+        source = REPO / ("recipes/cuda.yaml" if name.startswith("recipes/") else f"patchkit/{name}")
         assert (site / "patchkit" / name).read_bytes() == source.read_bytes()
     assert STRANGER_MARK not in (site / "patchkit/__init__.py").read_text()
     assert (dist_info / "entry_points.txt").read_text().count("patchkit = patchkit.cli:main") == 1

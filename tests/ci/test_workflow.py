@@ -11,7 +11,6 @@ import pytest
 import yaml
 
 from conftest import run_cli
-from installed import as_installed, installed_patchkit  # noqa: F401 (fixtures)
 from patchkit.errors import PatchkitError
 from patchkit.backends.recipe import CiEnvironment
 from patchkit.ci.actions import PINS

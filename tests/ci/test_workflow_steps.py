@@ -50,7 +50,6 @@ import yaml
 
 from conftest import git_identity, run_cli
 from github_fake import REPO, TOKEN, FakeGitHub, fake_fixture  # noqa: F401 (a fixture)
-from installed import as_installed, installed_patchkit  # noqa: F401 (fixtures)
 from patchkit.ci.actions import PINS
 
 PROJECT = Path(__file__).resolve().parents[1] / "backends" / "project"

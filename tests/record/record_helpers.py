@@ -45,23 +45,34 @@ def make_upstream(root: Path, extra: dict[str, bytes] | None = None) -> Path:
     return up
 
 
+# upstream commit -> the text of each of its patches: the same commit, identities and dates give
+# the same bytes, so each worker makes them once for each upstream (the forks build one each).
+_PATCH_TEXTS: dict[str, list[str]] = {}
+
+
 def make_patches(root: Path, upstream: Path) -> list[Path]:
     """The queue's patches, each a commit on upstream written by git format-patch."""
-    work = root / "patch-work"
-    git("clone", "-q", str(upstream), str(work), cwd=root)
+    head = git("rev-parse", "HEAD", cwd=upstream)
+    if head not in _PATCH_TEXTS:
+        _PATCH_TEXTS[head] = format_patches(root / "patch-work", upstream)
     out = root / "made"
     out.mkdir()
-    made = []
-    for name, subject, path, edits in PATCHES:
+    for (name, *_), text in zip(PATCHES, _PATCH_TEXTS[head]):
+        (out / name).write_text(text)
+    return [out / name for name, *_ in PATCHES]
+
+
+def format_patches(work: Path, upstream: Path) -> list[str]:
+    git("clone", "-q", str(upstream), str(work), cwd=work.parent)
+    texts = []
+    for _, subject, path, edits in PATCHES:
         lines = (work / path).read_text().splitlines(keepends=True)
         for number, text in edits.items():
             lines[number - 1] = text
         (work / path).write_text("".join(lines))
         git("commit", "-q", "-am", subject, cwd=work, env=git_identity("Ada Lovelace", "ada@example.org"))
-        data = git("format-patch", "-1", "--stdout", "HEAD", cwd=work) + "\n"
-        (out / name).write_text(data)
-        made.append(out / name)
-    return made
+        texts.append(git("format-patch", "-1", "--stdout", "HEAD", cwd=work) + "\n")
+    return texts
 
 
 def fork(tmp_path: Path, url: str | None = None, extra: dict[str, bytes] | None = None):
