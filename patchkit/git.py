@@ -17,7 +17,6 @@ from typing import Iterator
 
 from patchkit import testpoint
 from patchkit.errors import EnvironmentProblem, PatchkitError
-from patchkit.patchfile.diff import HUNK_HEADER, lines_of
 
 # A fixed committer: with the isolation below, the same input always gives the same commit ids.
 PATCHKIT_NAME = "patchkit"
@@ -261,6 +260,10 @@ def merge_file(current: bytes, base: bytes, other: bytes) -> tuple[bytes, int]:
     return proc.stdout, proc.returncode
 
 
+# patchfile.diff.HUNK_HEADER's, on bytes: git is below the patch format in the layers (tests/test_layers.py).
+_HUNK_HEADER = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@", re.MULTILINE)
+
+
 def line_differences(a: bytes, b: bytes) -> list[tuple[int, int, int, int]]:
     """The 0-based (i1, i2, j1, j2) line ranges where A and B differ, by git's own diff (xdiff,
     as `git merge-file` aligns lines): one `git diff --no-index` call, where difflib's matcher
@@ -277,8 +280,7 @@ def line_differences(a: bytes, b: bytes) -> list[tuple[int, int, int, int]]:
     if proc.returncode not in (0, 1):
         raise GitFailed(["diff", "--no-index"], proc.returncode, proc.stderr.decode(errors="replace"))
     ranges = []
-    # latin-1: any bytes decode, each to one character (a header's digits as they are)
-    for found in filter(None, map(HUNK_HEADER.match, lines_of(proc.stdout.decode("latin-1")))):
+    for found in _HUNK_HEADER.finditer(proc.stdout):
         old, old_count, new, new_count = (int(g) if g is not None else 1 for g in found.groups())
         # A side of count 0 names the line after which the other side's lines go.
         i1 = old if old_count == 0 else old - 1
