@@ -373,7 +373,11 @@ class _FileLadder:
         applied = ladder.find_applied(h, self.lines, self.index, self.judge)
         moved, applied = self._named_uniquely(h, moved), self._named_uniquely(h, applied)
         if len(moved.places) + len(applied.places) > 1:
-            self.found(h, Verdict.AMBIGUOUS, None, detail=_ambiguity(moved, applied))
+            # Without index lines nothing tells the patch's own commit from a later one where a twin
+            # slid into the recorded lines; the user can (a distribution recipe's queue, `diff -p`'s cut sections).
+            own = f"; one is at the recorded line {exact.start + 1}: if the patch was made from this very commit, " \
+                "rerun with `--base` naming it" if exact and not self.fc.old_blob else ""
+            self.found(h, Verdict.AMBIGUOUS, None, detail=_ambiguity(moved, applied) + own)
             if not applied.places:
                 self.twins[h.index] = tuple(p.start for p in moved.places)
         elif moved.place:

@@ -318,3 +318,17 @@ def test_twins_the_other_hunks_offset_disputes_are_refused_naming_the_evidence()
     assert verdicts[1].verdict is Verdict.AMBIGUOUS, verdicts[1]
     assert "the evidence disagrees: the 3-way merge from the base at line 10; the base's twin order at line 10; " \
         "the offset of the patch's other hunks (+0) at line 49" in verdicts[1].detail, verdicts[1].detail
+
+
+def test_twins_under_a_cut_section_at_the_recorded_line_name_the_option_that_says_it_is_the_own_base():
+    """`diff -p`'s 40-character section begins both functions' lines, which hold the same block:
+    without index lines the recorded line is one twin among others; the refusal says how to say
+    the file is the patch's own base."""
+    block = ["    const int ith = params->ith;", "    const int nth = params->nth;", "    run(ith, nth);"]
+    lines = ["static void ggml_compute_forward_swiglu_f32(int x) {", *block, "}",
+             "static void ggml_compute_forward_swiglu_f16(int x) {", *block, "}"]
+    h = hunk(block, [block[0] + " // downstream", *block[1:]], 7, "static void ggml_compute_forward_swiglu_")
+    verdict, content = run(h, lines, lambda fc: None)
+    assert verdict.verdict is Verdict.AMBIGUOUS and content is None
+    assert verdict.detail.endswith("; one is at the recorded line 7: if the patch was made from this very commit, "
+                                   "rerun with `--base` naming it"), verdict.detail
