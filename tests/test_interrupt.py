@@ -114,6 +114,20 @@ def test_interrupted_anywhere_then_the_next_plain_apply_finishes(tmp_path, upstr
     assert Project.load(root).lock().upstream_commit == git.run(["rev-parse", "master"], cwd=upstream.path)
 
 
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=lambda s: s.name)
+def test_a_new_outputs_clone_made_while_the_queue_applies_is_removed_when_the_run_is_stopped(tmp_path, upstream, sig):
+    """A new output is cloned and checked out aside while the queue is applied (`output.NewClone`):
+    a run stopped after the apply began leaves no output folder and nothing beside it."""
+    root = write_project(tmp_path / "fork", str(upstream.path))
+    proc = start("apply", "upstream@HEAD", "--no-check", cwd=root, pause="fast-import")
+    wait_for(proc, "paused at fast-import")
+    code, _ = stop(proc, sig)
+    assert code == EXIT[sig][0]
+    assert not (root / "llama.cpp").exists() and not list(root.glob(".llama.cpp.patchkit-*"))
+    assert apply(root, "HEAD").exit_code == 0
+    assert (root / "llama.cpp" / SERVER_CONTEXT).read_text() == upstream.expected_patched("master")
+
+
 def half_checked_out(root: Path, upstream: FixtureUpstream, sig: signal.Signals) -> Path:
     """An output tree whose `git checkout` was stopped half way: patchkit is stopped by SIG just
     before its checkout, then the test leaves what a killed checkout leaves, the index still
