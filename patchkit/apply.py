@@ -400,10 +400,14 @@ class _FileLadder:
         (`section_fate`), where it is its one place in the file: a section no version of the file
         ever had (a hand-written one, another tool's rule) names no function to hold it to, so the
         hunk goes where its lines are, as git am -3 and GNU patch put it, unless the parse of its
-        base names another scope. (A rename is followed by the merge's check, which has the base
-        a rename needs: `_merged_elsewhere`.) None: the fate does not place it."""
+        base names another scope, or the base has the pre-image twice. (A rename is followed by the
+        merge's check, which has the base a rename needs: `_merged_elsewhere`.) None: the fate does
+        not place it."""
         if not h.section or ladder.occurrences(h.old_lines, self.lines, self.index) != [start]:
             return None
+        base = self.base()
+        if base is not None and len(ladder.occurrences(h.old_lines, base.pre_lines, ladder.line_index(base.pre_lines))) != 1:
+            return None  # the base had a twin (upstream deleted one, the other slid here): its merge decides
         fate = self.section_fate(h)
         if fate is not None and fate.fate is witnesses.Fate.NEVER and not self._parse_refuses(h, start):
             return f"{fate}, and this is the one place of the pre-image"
@@ -647,9 +651,8 @@ class _FileLadder:
         the exact base's merge turned it into H's post-image (the merge aligns lines, and of twins
         it may take any: it is not enough alone), the twins' order in the base points at it (the
         base has as many places for the hunk, in its section, as upstream, and the patch's own is
-        the k-th), and the offset of the patch's other hunks in the file points at no other (the
-        recorded line is said beside the pick where it points elsewhere, and decides nothing:
-        `witnesses.ranked_twin`). Where upstream added, removed or moved a twin, the order says
+        the k-th), and neither the recorded line nor the offset of the patch's other hunks in the
+        file points at another (`witnesses.ranked_twin`). Where upstream added, removed or moved a twin, the order says
         nothing and it is refused, with a section or without: in a file without one (or with
         twins in one function) the order is the only witness besides the merge, and a section
         naming every twin adds none; the section's fate and the parse have judged every twin
@@ -663,14 +666,14 @@ class _FileLadder:
                                                                if p is not None))
         offsets = {(v.offset or 0) for i, v in self.verdicts.items() if i != h.index and i in self.places
                    and v.verdict in (Verdict.CLEAN, Verdict.OFFSET)}
-        recorded = witnesses.near_vote("the recorded line", h.old_start - 1, places)
-        others = [witnesses.near_vote(f"the offset of the patch's other hunks ({offset:+d})", h.old_start - 1 + offset, places)
-                  for offset in offsets if len(offsets) == 1]
+        others = [witnesses.near_vote("the recorded line", h.old_start - 1, places)] + \
+            [witnesses.near_vote(f"the offset of the patch's other hunks ({offset:+d})", h.old_start - 1 + offset, places)
+             for offset in offsets if len(offsets) == 1]
         pick = witnesses.ranked_twin(merge, order, others)
         lines = ", ".join(str(s + 1) for s in places)
         if pick is None:
             v = self.verdicts[h.index]
-            said = "; ".join(str(vote) for vote in (merge, order, *others, recorded) if vote.places)
+            said = "; ".join(str(vote) for vote in (merge, order, *others) if vote.places)
             why = ("the 3-way merge from {} changed {}".format(base.label, "none of them" if not merge.places else
                    f"line {merge.places[0] + 1}" if len(merge.places) == 1 else "several")
                    + (f", and the base does not confirm it: the patch's own place is not one of {len(places)} "
@@ -680,12 +683,10 @@ class _FileLadder:
             self.verdicts[h.index] = replace(v, detail=f"{v.detail}; {why}")
             return False
         k = places.index(pick)
-        agree = [str(vote.witness) for vote in (*others, recorded) if vote.places == (pick,)]
-        apart = f"; {recorded}, where `git apply` would put it" if recorded.places not in ((), (pick,)) else ""
+        agree = [str(vote.witness) for vote in others if vote.places]
         self.found(h, Verdict.MERGED, ladder.Place(pick, len(h.old_lines), h.new_lines),
                    detail=f"3-way merge from {base.label}: of the places at lines {lines}, the "
-                          f"{_ordinal(k + 1)}, as in its base" + (f" ({', '.join(agree)} agreeing)" if agree else "")
-                          + apart)
+                          f"{_ordinal(k + 1)}, as in its base" + (f" ({', '.join(agree)} agreeing)" if agree else ""))
         return True
 
     def _refuse_merge(self, unresolved: list[Hunk], why: str) -> None:
@@ -1055,16 +1056,20 @@ class Applier:
         some hunks are upstream's already, and the block of lines each other one only adds stands
         beside its place (upstream put the same test case a few lines off), one more copy of it
         than its base (RECORDED: the last good run's commit) had. Placing them would add second
-        copies. Without a base nothing tells a block upstream adopted from one it always had."""
+        copies. Without a base, the block must be upstream's one copy in the file."""
         pending = [v for v in hunks if v.verdict is not Verdict.ALREADY_APPLIED]
         if len(pending) == len(hunks) or not pending or not all(v.verdict.good for v in pending):
             return hunks
         told = {}
         for v in pending:
-            fc, h = next((fc, h) for fc in patch.files if fc.path == v.file for h in fc.hunks if h.index == v.hunk)
+            found = next(((fc, h) for fc in patch.files if fc.path == v.file and not fc.binary
+                          for h in fc.hunks if h.index == v.hunk), None)
+            if found is None:
+                return hunks  # a binary file's change: no block to find
+            fc, h = found
             current, base = self.tree.read(v.file), self._base(fc, recorded)
-            at = witnesses.adopted_block_at(h, _lines(current), base.pre_lines) \
-                if current is not None and base is not None else None
+            at = witnesses.adopted_block_at(h, _lines(current), base.pre_lines if base is not None else None) \
+                if current is not None else None
             if at is None:
                 return hunks
             told[id(v)] = replace(v, verdict=Verdict.ALREADY_APPLIED, actual_line=at + 1, offset=None,

@@ -35,11 +35,12 @@ def neighbours_pick(h: Hunk, places: tuple[ladder.Place, ...], offsets: set[int]
     return near[0], offset
 
 
-def adopted_block_at(h: Hunk, lines: list[str], pre: list[str]) -> int | None:
+def adopted_block_at(h: Hunk, lines: list[str], pre: list[str] | None) -> int | None:
     """Where (0-based) upstream's LINES have the block hunk H adds, near where its context is:
     for a hunk that removes nothing and adds one run of at least two lines of code, once within
     the hunk's length of that place, and once more in LINES than in the base's pre-image PRE (a
-    block the base already had there is its own, not the patch's adopted). None where it is not so."""
+    block the base already had there is its own, not the patch's adopted); without a base (None),
+    once in LINES. None where it is not so."""
     lead, trail = h.leading_context, h.trailing_context
     added = h.new_lines[lead:len(h.new_lines) - trail]
     if len(h.old_lines) != lead + trail or sum(1 for line in added if re.search(r"\w", line)) < 2:
@@ -50,7 +51,7 @@ def adopted_block_at(h: Hunk, lines: list[str], pre: list[str]) -> int | None:
         return None
     lo, hi = near[0] - len(h.new_lines), near[0] + 2 * len(h.new_lines)
     everywhere = ladder.occurrences(added, lines, index)
-    if len(everywhere) != len(ladder.occurrences(added, pre, ladder.line_index(pre))) + 1:
+    if len(everywhere) != (len(ladder.occurrences(added, pre, ladder.line_index(pre))) if pre is not None else 0) + 1:
         return None
     found = [s for s in everywhere if lo <= s <= hi]
     return found[0] if len(found) == 1 else None
@@ -332,11 +333,11 @@ def near_vote(witness: str, expected: int, places: Sequence[int]) -> Vote:
 
 def ranked_twin(merge: Vote, order: Vote, others: Sequence[Vote]) -> int | None:
     """The twin the evidence agrees on: the one the base's twin ORDER points at, among those the
-    exact base's MERGE turned into the hunk's post-image, and no OTHER vote (the offset of the
-    patch's other hunks) pointing elsewhere. None: they disagree, or a required one is silent.
-    The recorded line is no vote here: where upstream removed lines above the first twin it
-    points at the next one, which is how `git apply` (and so git am -3) goes wrong; the merge and
-    the base's order read where the lines went, it does not."""
+    exact base's MERGE turned into the hunk's post-image, and no OTHER vote (the recorded line,
+    the other hunks' offset) pointing elsewhere. None: they disagree, or a required one is silent.
+    The recorded line is a witness too: it points where `git apply` goes wrong after upstream
+    removed lines above a twin, and the merge goes wrong where upstream dropped one twin and added
+    another below (it aligns identical blocks in order); where they disagree, neither is known."""
     if len(order.places) != 1 or order.places[0] not in merge.places:
         return None
     pick = order.places[0]

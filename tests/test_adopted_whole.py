@@ -6,6 +6,7 @@ rest of the patch is not upstream's, a like block nearby proves nothing: the hun
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -30,8 +31,9 @@ def git(cwd: Path, *args: str) -> str:
                           env=git_env(git_identity())).stdout.strip()
 
 
-def apply_at_head(tmp_path: Path, head: str, *base_blocks: str) -> dict:
-    """The patch made on a base whose blocks are after the cases BASE_BLOCKS, applied at HEAD."""
+def apply_at_head(tmp_path: Path, head: str, *base_blocks: str, index: bool = True) -> dict:
+    """The patch made on a base whose blocks are after the cases BASE_BLOCKS, applied at HEAD;
+    without its index lines unless INDEX (a hand-written queue's: no base is known)."""
     repo = tmp_path / "upstream"
     repo.mkdir()
     git(repo, "init", "--quiet", "-b", "master")
@@ -42,6 +44,8 @@ def apply_at_head(tmp_path: Path, head: str, *base_blocks: str) -> dict:
     (repo / "ops.cpp").write_text(text(True, *base_blocks, "count"))  # the patch: an enum value and a test case
     git(repo, "commit", "--quiet", "-am", "top-k")
     patch = Path(git(repo, "format-patch", "-1", "-o", str(tmp_path / "out")))
+    if not index:
+        patch.write_text(re.sub(r"(?m)^index .*\n", "", patch.read_text()))
     git(repo, "checkout", "--quiet", "master")
     (repo / "ops.cpp").write_text(head)
     git(repo, "commit", "--quiet", "-am", "upstream")
@@ -58,6 +62,13 @@ def test_an_adopted_patch_whose_test_case_stands_three_lines_above_is_already_ap
     assert "upstream adopted it" in result["hunks"][1]["detail"]
 
 
+def test_an_adopted_patch_without_index_lines_is_told_whole_by_upstreams_one_copy(tmp_path):
+    # the block 5 lines above the place, clear of the context: the line steps place it, no merge needed
+    result = apply_at_head(tmp_path, text(True, "sum"), index=False)
+    assert result["verdict"] == "already-applied", result
+    assert "upstream adopted it" in result["hunks"][1]["detail"]
+
+
 def test_a_like_block_nearby_is_no_adoption_while_the_rest_is_not_upstreams(tmp_path):
     result = apply_at_head(tmp_path, text(False, "mean"))  # the enum value is not upstream's
     assert result["verdict"] not in ("already-applied", "partially-applied")
@@ -70,3 +81,27 @@ def test_a_block_the_base_already_had_beside_the_place_is_no_adoption(tmp_path):
     result = apply_at_head(tmp_path, text(True, "mean"), "mean")
     assert result["hunks"][0]["verdict"] == "already-applied"
     assert result["hunks"][1]["verdict"] in ("clean", "offset", "merged"), result["hunks"][1]
+
+
+def test_a_patch_with_a_binary_file_beside_a_change_upstream_has_is_judged_not_crashed(tmp_path):
+    repo = tmp_path / "upstream"
+    repo.mkdir()
+    git(repo, "init", "--quiet", "-b", "master")
+    (repo / "a.c").write_text("int f(void)\n{\n    return 1;\n}\n")
+    (repo / "img.bin").write_bytes(b"\x00\x01binary\x00")
+    git(repo, "add", "-A")
+    git(repo, "commit", "--quiet", "-m", "base")
+    git(repo, "checkout", "--quiet", "-b", "fork")
+    (repo / "a.c").write_text("int f(void)\n{\n    return 2;\n}\n")
+    (repo / "img.bin").write_bytes(b"\x00\x01binary2\x00")
+    git(repo, "commit", "--quiet", "-am", "both")
+    patch = Path(git(repo, "format-patch", "--binary", "-1", "-o", str(tmp_path / "out")))
+    git(repo, "checkout", "--quiet", "master")
+    (repo / "a.c").write_text("int f(void)\n{\n    return 2;\n}\n")  # upstream made the text change
+    git(repo, "commit", "--quiet", "-am", "upstream")
+    fork = write_project(tmp_path / "fork", str(repo), [patch])
+    done = run_cli("-q", "apply", "--no-check", "--json", str(fork / "r.json"), cwd=fork)
+    assert done.returncode == 1 and "internal error" not in done.stderr, done.stderr
+    result = json.loads((fork / "r.json").read_text())["patches"][0]
+    assert result["verdict"] == "partially-applied"
+    assert [h["verdict"] for h in result["hunks"]] == ["already-applied", "clean"]

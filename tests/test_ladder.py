@@ -280,11 +280,11 @@ def test_a_hunks_own_merge_vouches_for_its_place_only_with_one_place_in_its_base
     assert file_ladder._merged_alone(h, file_ladder.base())
 
 
-def test_twins_the_merge_and_the_base_order_agree_on_are_placed_whatever_the_recorded_line_says():
+def test_twins_the_evidence_disagrees_on_are_refused_naming_it():
     """The merge and the base's twin order point at the first twin; upstream deleted the 40 lines
     above it, so the recorded line now points at the second (where git am -3's `git apply` step
-    puts it, wrongly). The recorded line decides nothing: placed at the first, the detail naming
-    where the recorded line points."""
+    puts it, wrongly). The evidence disagrees: refused, the detail naming which points where
+    (the next test is the same disagreement where the merge is the wrong one)."""
     twin = ["    for (int i = 0; i < n; i++) {", "        x[i] = y[i];", "        y[i] = 0;", "    }"]
     x = [f"    step_x{i}();" for i in range(40)]
     pre = ["void f(void) {", *x, *twin, *[f"    step_y{i}();" for i in range(35)], *twin, "}"]
@@ -293,10 +293,31 @@ def test_twins_the_merge_and_the_base_order_agree_on_are_placed_whatever_the_rec
     upstream = [pre[0], *pre[41:]]  # the 40 lines above the first twin gone
     base = Base("the base", text(pre), text(patched))
     verdict, content = run(h, upstream, lambda fc: base)
-    assert verdict.verdict is Verdict.MERGED and verdict.actual_line == 2, verdict.detail
-    assert _lines(content)[2] == "        x[i] = y[i] + 1;\n" and _lines(content)[41] == "        x[i] = y[i];\n"
-    assert verdict.detail.endswith("as in its base; the recorded line at line 41, where `git apply` would put it"), \
-        verdict.detail
+    assert verdict.verdict is Verdict.AMBIGUOUS and content is None
+    assert verdict.detail.endswith("; the evidence disagrees: the 3-way merge from the base at line 2; "
+                                   "the base's twin order at line 2; the recorded line at line 41"), verdict.detail
+
+
+def test_twins_the_merge_aligns_in_order_while_upstream_replaced_one_are_refused():
+    """Two identical blocks in one function, the patch changing the second; upstream drops the
+    first and adds a third below the second, and 22 lines above the function. The merge aligns
+    the identical blocks in order and changes the third; the base's order (two twins, the second)
+    agrees with it; the recorded line points at the patch's own block (git am -3 is right here).
+    They disagree: refused, never the third."""
+    body = [f"    step_{i}(ctx, {i});" for i in range(22)]
+
+    def block(tag: str, change: bool = False) -> list[str]:
+        return [f"    // {tag}", *body[:11], "    step_11(ctx, 1100);" if change else body[11], *body[12:]]
+
+    def fn(*blocks: list[str]) -> list[str]:
+        return ["void s(struct ctx *ctx)", "{", *(line for b in blocks for line in b), "}"]
+
+    pre, patched = fn(block("first"), block("second")), fn(block("first"), block("second", True))
+    upstream = [f"int g_{i};" for i in range(22)] + fn(block("second"), block("third"))
+    h = hunk(pre[34:41], patched[34:41], 35, "void s(struct ctx *ctx)")
+    verdict, content = run(h, upstream, lambda fc: Base("the base", text(pre), text(patched)))
+    assert verdict.verdict is Verdict.AMBIGUOUS and content is None, verdict
+    assert "the evidence disagrees" in verdict.detail and "the recorded line at line 34" in verdict.detail, verdict.detail
 
 
 def test_twins_the_other_hunks_offset_disputes_are_refused_naming_the_evidence():
@@ -317,7 +338,8 @@ def test_twins_the_other_hunks_offset_disputes_are_refused_naming_the_evidence()
     assert verdicts[0].verdict is Verdict.CLEAN and content is None, verdicts
     assert verdicts[1].verdict is Verdict.AMBIGUOUS, verdicts[1]
     assert "the evidence disagrees: the 3-way merge from the base at line 10; the base's twin order at line 10; " \
-        "the offset of the patch's other hunks (+0) at line 49" in verdicts[1].detail, verdicts[1].detail
+        "the recorded line at line 49; the offset of the patch's other hunks (+0) at line 49" in verdicts[1].detail, \
+        verdicts[1].detail
 
 
 def test_twins_under_a_cut_section_at_the_recorded_line_name_the_option_that_says_it_is_the_own_base():
@@ -332,3 +354,21 @@ def test_twins_under_a_cut_section_at_the_recorded_line_name_the_option_that_say
     assert verdict.verdict is Verdict.AMBIGUOUS and content is None
     assert verdict.detail.endswith("; one is at the recorded line 7: if the patch was made from this very commit, "
                                    "rerun with `--base` naming it"), verdict.detail
+
+
+def test_a_section_no_version_had_places_no_twin_that_slid_into_the_lines_of_one_the_base_had():
+    """A hand-written section (in no version of the file) over a hunk in f(); upstream deleted f()
+    and its twin g() slid into its lines. The section says nothing, but the base had the pre-image
+    twice, upstream once: its merge decides (it conflicts), never a clean place in g()."""
+    body = [f"    x{i} = load({i})" for i in range(6)] + ["    return x0"]
+    fn = lambda name: [f"def {name}():", *body, "", ""]
+    pre = ["import os", "", "", *fn("f"), *fn("g"), "def h():", "    return 7"]
+    patched = [line.replace("x3 = load(3)", "x3 = load(33)") if i < 12 else line for i, line in enumerate(pre)]
+    h = hunk(pre[4:11], patched[4:11], 5, "fix_the_loader (hand-written)")
+    upstream = ["import os", "", "", *fn("g"), "def h():", "    return 7"]
+    fc = FileChange("m.py", "m.py", None, None, (h,))
+    base = Base("the base", text(pre), text(patched))
+    verdicts, content = apply_file(fc, text(upstream), lambda f: base, 0, ever_had=lambda section: False)
+    assert content is None and verdicts[0].verdict is Verdict.CONFLICT, verdicts
+    never = apply_file(fc, text(upstream), lambda f: None, 0, ever_had=lambda section: False)
+    assert never[0][0].verdict is Verdict.OFFSET or never[0][0].verdict is Verdict.CLEAN  # no base: one place, as git am -3
