@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
+import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, ContextManager, Mapping
 
 from patchkit import git, notes, refs, testpoint
-from patchkit.errors import PatchkitError, first_few
+from patchkit.errors import EnvironmentProblem, PatchkitError, first_few
 from patchkit.fileio import atomic_folder, atomic_write, remove_aside
 from patchkit.upstream import Mirror, Revision
 
@@ -84,34 +86,59 @@ def check_output(output: Path, project_root: Path, force: bool) -> Output:
 
 
 class NewClone:
-    """A new output repository, cloned aside and checked out at upstream's commit by a thread while
-    the queue is applied: writing llama.cpp's files takes about as long as placing the queue, and
-    the patched branch then rewrites only the files the queue changes. `check_out` renames it into
-    place; a block that ends in an error removes it (it never was the user's)."""
+    """A new output repository: cloned aside at once (hardlinks: a fraction of a second, and done
+    before the apply writes into the mirror), then checked out at upstream's commit by a thread
+    while the queue is applied: writing llama.cpp's files takes about as long as placing the queue,
+    and the patched branch then rewrites only the files the queue changes. `put_in_place` renames
+    it into place; a block that ends in an error stops the checkout and removes it (it never was
+    the user's)."""
 
     def __init__(self, path: Path, mirror: Mirror, commit: str) -> None:
+        self.path = path
         remove_aside(path)  # what an earlier run killed here left
         self._stack = contextlib.ExitStack()
         self.staging = self._stack.enter_context(atomic_folder(path))  # onto a missing or empty folder
-        self._failed: BaseException | None = None
-        self._thread = threading.Thread(target=self._clone, args=(mirror, commit), daemon=True)
-        self._thread.start()
-
-    def _clone(self, mirror: Mirror, commit: str) -> None:
+        self._lock = threading.Lock()
+        self._stopped = False
+        self._checkout: subprocess.Popen[bytes] | None = None
+        self._failed: git.GitFailed | None = None
         try:
-            # --local hardlinks the mirror's objects: seconds instead of minutes for llama.cpp.
-            git.run(["clone", "--quiet", "--local", "--no-checkout", "--", str(mirror.path), str(self.staging)])
+            # A path, not --local: git hardlinks the mirror's objects where it can (seconds instead of
+            # minutes for llama.cpp) and copies them where it cannot (an output on another filesystem).
+            git.run(["clone", "--quiet", "--no-checkout", "--", str(mirror.path), str(self.staging)])
             # origin is where the objects came from (an --upstream override too): a `git fetch` there works.
             git.run(["remote", "set-url", "origin", mirror.fetch_url], cwd=self.staging)
-            git.run(["checkout", "--quiet", "--detach", commit], cwd=self.staging)
-        except BaseException as exc:  # raised in the caller's thread by `put_in_place`
-            self._failed = exc
+        except BaseException as exc:
+            self._stack.__exit__(*sys.exc_info())  # the folder made aside removed
+            if isinstance(exc, git.GitFailed):
+                raise self._cannot(exc) from None
+            raise
+        self._thread = threading.Thread(target=self._check_out, args=(commit,), daemon=True)
+        self._thread.start()
 
-    def put_in_place(self) -> None:
-        """Wait for the clone, then rename it into place."""
+    def _check_out(self, commit: str) -> None:
+        args = ["checkout", "--quiet", "--detach", commit]
+        with self._lock:
+            if self._stopped:
+                return
+            self._checkout = subprocess.Popen([git.git_executable(), *args], cwd=self.staging,
+                                              env=git.git_env(repo=self.staging),
+                                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        _, stderr = self._checkout.communicate()
+        if self._checkout.returncode and not self._stopped:
+            self._failed = git.GitFailed(args, self._checkout.returncode, stderr.decode(errors="replace"))
+
+    def _cannot(self, exc: git.GitFailed) -> EnvironmentProblem:
+        return EnvironmentProblem(f"cannot write the new output {self.path}: {exc.summary}",
+                                  "free space there, or choose another folder with -o")
+
+    def put_in_place(self, tip: str) -> None:
+        """Wait for the checkout, mark it as patchkit's half-done work until TIP is checked out
+        (`check_out`), then rename it into place."""
         self._thread.join()
         if self._failed is not None:
-            raise self._failed
+            raise self._cannot(self._failed)
+        atomic_write(self.staging / ".git" / _MARKER, f"{tip}\n".encode())  # in place only with it
         testpoint.pause("clone")
         self._stack.close()
 
@@ -119,6 +146,11 @@ class NewClone:
         return self
 
     def __exit__(self, *exc: object) -> bool | None:
+        if exc[0] is not None:
+            with self._lock:  # a stopped run stops its checkout too, at once
+                self._stopped = True
+                if self._checkout is not None and self._checkout.poll() is None:
+                    self._checkout.kill()
         self._thread.join()  # a git still writing into the folder the error removes would race it
         return self._stack.__exit__(*exc)
 
@@ -136,11 +168,12 @@ def check_out(output: Output, mirror: Mirror, revision: Revision, result_ref: st
     path, branch = output.path, revision.branch_name
     _validate_branch(branch)
     if not (path / ".git").exists():
-        with clone or NewClone(path, mirror, revision.commit) as new:
-            new.put_in_place()
+        if clone is None:
+            with NewClone(path, mirror, revision.commit) as clone:
+                clone.put_in_place(tip)
+        else:
+            clone.put_in_place(tip)
         git_dir = git.git_dir(path)
-        # Until the checkout of the tip ends, the clone's files are patchkit's half-done work.
-        atomic_write(git_dir / _MARKER, f"{tip}\n".encode())
     else:
         git_dir = git.git_dir(path)
         unsaved = _unsaved_commits(path, branch)

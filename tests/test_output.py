@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -157,3 +160,20 @@ def test_an_error_naming_a_path_with_a_newline_is_still_one_line(tmp_path, upstr
     result = run_cli("apply", "upstream@b1000", "-o", str(odd), cwd=root)
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and "not a folder" in result.stderr
+
+
+SHM = Path("/dev/shm")
+
+
+@pytest.mark.skipif(not SHM.is_dir() or not os.access(SHM, os.W_OK), reason="no writable /dev/shm")
+def test_a_new_output_on_another_filesystem_than_the_cache_is_copied_where_it_cannot_be_linked(project, upstream, tmp_path):
+    if SHM.stat().st_dev == tmp_path.stat().st_dev:
+        pytest.skip("/dev/shm is on the cache's filesystem here")
+    out = Path(tempfile.mkdtemp(dir=SHM)) / "llama.cpp"
+    try:
+        report = apply(project, "HEAD", output=out)
+        assert report.exit_code == 0
+        assert (out / SERVER_CONTEXT).read_text() == upstream.expected_patched("master")
+        assert git.run(["status", "--porcelain"], cwd=out) == ""
+    finally:
+        shutil.rmtree(out.parent, ignore_errors=True)
