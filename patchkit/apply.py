@@ -1419,7 +1419,7 @@ def apply_queue(mirror: Mirror, revision: Revision, patches: Sequence[Patch], fu
     repository that borrows the mirror's objects (`objects/info/alternates`), so that a run that
     only reads the result (verify, export, dist, import's trial) leaves no object or ref behind.
     BASE: the commit the queue was made from, where the user says so (`--base`)."""
-    memo = ScopeMemo(mirror.path.with_name(f"{mirror.path.name}.scopes.json"))  # beside the mirror, under its lock
+    memo = ScopeMemo(mirror.path.with_name(f"{mirror.path.name}.scopes.json"))  # beside the mirror
     with mirror.reader() as reader:
         applier = Applier(mirror, revision, reader, fuzz, base, memo)
         applied = [applier.apply(patch) for patch in patches]

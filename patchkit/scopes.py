@@ -18,6 +18,7 @@ import hashlib
 import itertools
 import json
 import re
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
@@ -207,32 +208,65 @@ class ScopeMemo:
 
     A rerun at the same commits (the maintainer's next apply, a benchmark's next run) asks the
     same lines of the same files, and a nightly asks yesterday's bases again: those answers are
-    read, not parsed. The answers a run used are kept in one JSON file for the next run (those
-    it did not use are dropped, so the file stays the size of one run's questions); a file that
-    cannot be read or written is no cache, never an error."""
+    read, not parsed. They hold for one parser and one patchkit (the file names them: another
+    one reads none of it), and a file's answers go when no run asked of it for `KEPT_DAYS`. Runs
+    that apply without the mirror's lock (verify, export, drift) may write it too: each write
+    merges what the file holds then and renames, so at worst a run's new answers are lost; a
+    file that cannot be read or written is no cache, never an error."""
+
+    KEPT_DAYS = 14
 
     def __init__(self, path: Path | None) -> None:
         self._path = path
-        self._earlier: dict[str, dict[str, str]] = {}
-        if path is not None:
-            with contextlib.suppress(OSError, ValueError):
-                loaded = json.loads(path.read_bytes())
-                if isinstance(loaded, dict):
-                    self._earlier = loaded
         self._used: dict[str, dict[str, str]] = {}
+        self._earlier = self._load()
 
     def answers(self, source: bytes) -> dict[str, str]:
         """The answers for file content SOURCE (line as text -> scope), for the caller to add to."""
         digest = hashlib.sha256(source).hexdigest()
         if digest not in self._used:
-            earlier = self._earlier.get(digest)
-            self._used[digest] = dict(earlier) if isinstance(earlier, dict) else {}
+            self._used[digest] = dict(self._earlier.get(digest, {}).get("answers", {}))
         return self._used[digest]
 
     def save(self) -> None:
-        if self._path is not None and self._used != self._earlier:
-            with contextlib.suppress(OSError, PatchkitError):
-                atomic_write(self._path, json.dumps(self._used, sort_keys=True).encode())
+        if self._path is None or not self._used:
+            return
+        today = int(time.time() // 86400)
+        files = {digest: kept for digest, kept in self._load().items() if kept["day"] > today - self.KEPT_DAYS}
+        for digest, answers in self._used.items():
+            files[digest] = {"day": today, "answers": {**files.get(digest, {}).get("answers", {}), **answers}}
+        with contextlib.suppress(OSError, PatchkitError):
+            atomic_write(self._path, json.dumps({"for": _parser_versions(), "files": files}, sort_keys=True).encode())
+
+    def _load(self) -> dict[str, dict]:
+        """The file's answers, where they are this parser's and well formed; else none."""
+        if self._path is None:
+            return {}
+        try:
+            loaded = json.loads(self._path.read_bytes())
+        except (OSError, ValueError):
+            return {}
+        files = loaded.get("files") if isinstance(loaded, dict) and loaded.get("for") == _parser_versions() else None
+        return {digest: {"day": kept["day"], "answers": kept["answers"]}
+                for digest, kept in (files.items() if isinstance(files, dict) else ())
+                if isinstance(kept, dict) and isinstance(kept.get("day"), int) and isinstance(kept.get("answers"), dict)
+                and all(isinstance(k, str) and isinstance(v, str) for k, v in kept["answers"].items())}
+
+
+@functools.cache
+def _parser_versions() -> str:
+    """What a parse's answers depend on besides the file: patchkit's naming and the parser's."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from patchkit import __version__
+
+    def of(name: str) -> str:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return "?"
+
+    return f"patchkit {__version__}, tree-sitter {of('tree-sitter')}, tree-sitter-cpp {of('tree-sitter-cpp')}"
 
 
 class CppScopes:

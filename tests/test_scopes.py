@@ -259,7 +259,7 @@ def test_a_memo_answers_a_rerun_without_a_parse_and_as_the_parse_did(tmp_path):
     assert again.scope_at(0) == "ns" and again.parsed  # a line never asked is parsed
 
 
-def test_a_memo_answers_only_for_the_same_content_and_keeps_what_the_last_run_used(tmp_path):
+def test_a_memo_answers_only_for_the_same_content_and_keeps_answers_runs_still_ask(tmp_path):
     path = tmp_path / "scopes.json"
     memo = ScopeMemo(path)
     CppScopes(MEMO_SOURCE, memo=memo).scope_at(8)
@@ -269,10 +269,37 @@ def test_a_memo_answers_only_for_the_same_content_and_keeps_what_the_last_run_us
     other = CppScopes(edited, memo=memo)
     assert other.scope_at(8) == "h" and other.parsed
     memo.save()
-    assert len(json.loads(path.read_text())) == 1  # the first content's answers were not used: dropped
+    files = json.loads(path.read_text())["files"]
+    assert len(files) == 2  # both contents kept: another run (the nightly's bisect, drift) may ask again
+    for kept in files.values():
+        kept["day"] -= ScopeMemo.KEPT_DAYS
+    path.write_text(json.dumps({**json.loads(path.read_text()), "files": files}))
+    memo = ScopeMemo(path)
+    CppScopes(edited, memo=memo).scope_at(8)
+    memo.save()
+    assert len(json.loads(path.read_text())["files"]) == 1  # the first content, asked by no run for two weeks: gone
 
 
-@pytest.mark.parametrize("content", [b"{not json", b"[1, 2]", b'{"x": [1]}'])
+def test_a_memo_of_another_parser_or_patchkit_is_not_read(tmp_path):
+    path = tmp_path / "scopes.json"
+    memo = ScopeMemo(path)
+    CppScopes(MEMO_SOURCE, memo=memo).scope_at(8)
+    memo.save()
+    written = json.loads(path.read_text())
+    digest = next(iter(written["files"]))
+    written["files"][digest]["answers"]["8"] = "stale::name"
+    path.write_text(json.dumps(written))
+    assert CppScopes(MEMO_SOURCE, memo=ScopeMemo(path)).scope_at(8) == "stale::name"  # the same parser: read
+    path.write_text(json.dumps({**written, "for": "patchkit 0.0.1, tree-sitter 0.1, tree-sitter-cpp 0.1"}))
+    fresh = CppScopes(MEMO_SOURCE, memo=ScopeMemo(path))
+    assert fresh.scope_at(8) == "g" and fresh.parsed
+    written["files"][digest]["answers"]["8"] = 5  # not a scope: the file's answers are not read
+    path.write_text(json.dumps(written))
+    fresh = CppScopes(MEMO_SOURCE, memo=ScopeMemo(path))
+    assert fresh.scope_at(8) == "g" and fresh.parsed
+
+
+@pytest.mark.parametrize("content", [b"{not json", b"[1, 2]", b'{"x": [1]}', b'{"for": 1, "files": 2}'])
 def test_a_memo_file_that_cannot_be_read_is_no_cache(tmp_path, content):
     path = tmp_path / "scopes.json"
     path.write_bytes(content)
