@@ -27,20 +27,27 @@ _AGENTS = {"SSH_AUTH_SOCK", "GPG_AGENT_INFO"}  # a key by reach, through the age
 # ACTIONS_RUNTIME_TOKEN, ACTIONS_ID_TOKEN_REQUEST_*, ACTIONS_CACHE_URL, ...: the runner's own services;
 # GH_*: the gh command's (GH_TOKEN, GH_ENTERPRISE_TOKEN, GH_HOST, ...).
 _CREDENTIAL_PREFIXES = ("ACTIONS_", "GH_")
-# A credential's conventional last word: GITHUB_TOKEN, HF_TOKEN, AWS_SECRET_ACCESS_KEY, OPENAI_API_KEY,
-# AZURE_CLIENT_SECRET, TWINE_PASSWORD, GOOGLE_APPLICATION_CREDENTIALS, GITHUB_PAT, ... No variable a
-# build of llama.cpp reads ends in one of them (CMake's, the compilers', CUDA's, Vulkan's, oneAPI's,
+# A credential's conventional words. Anywhere in the name (split at `_` and `-`: a workflow input's
+# INPUT_GITHUB-TOKEN keeps its hyphen): GITHUB_TOKEN, GITHUB_TOKEN_RELEASE, AZURE_CLIENT_SECRET,
+# TWINE_PASSWORD, GPG_PASSPHRASE, GOOGLE_APPLICATION_CREDENTIALS, OPENAI_APIKEY, SLACK_WEBHOOK_URL.
+# As the last word only, where the word alone names other things too: AWS_SECRET_ACCESS_KEY,
+# OPENAI_API_KEY, FTP_PASS, GITHUB_PAT, NPM_CONFIG__AUTH, DB_PWD (the shell's own PWD stays). No
+# variable a build of llama.cpp reads has one (CMake's, the compilers', CUDA's, Vulkan's, oneAPI's,
 # ccache's and sccache's do not: SCCACHE_S3_KEY_PREFIX ends in PREFIX), and a recipe's `environment:`
 # is set after this, so a build that needs one names it there.
-_CREDENTIAL_WORDS = {"TOKEN", "SECRET", "KEY", "PASSWORD", "PASS", "PASSWD", "CREDENTIALS", "PAT"}
+_CREDENTIAL_WORDS = {"TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIALS", "APIKEY", "WEBHOOK"}
+_CREDENTIAL_LAST_WORDS = {"KEY", "PASS", "PAT", "AUTH", "PWD"}
 
 
 def is_credential(name: str) -> bool:
-    """Whether NAME is a runner command file's, an ssh or gpg agent's, the runner's services', gh's, or a credential's by its
-    last word (any case: Windows reads names so, and `github_token` is one too)."""
+    """Whether NAME is a runner command file's, an ssh or gpg agent's, the runner's services',
+    gh's, or a credential's by its words (any case: Windows reads names so, and `github_token` is
+    one too)."""
     upper = name.upper()
+    words = [word for word in re.split(r"[_-]", upper) if word]
     return (upper in _COMMAND_FILES or upper in _AGENTS or upper.startswith(_CREDENTIAL_PREFIXES)
-            or upper.rsplit("_", 1)[-1] in _CREDENTIAL_WORDS)
+            or not _CREDENTIAL_WORDS.isdisjoint(words)
+            or (len(words) > 1 and words[-1] in _CREDENTIAL_LAST_WORDS))
 
 
 def environment(base: Mapping[str, str] = os.environ) -> dict[str, str]:

@@ -30,10 +30,13 @@ CREDENTIALS = {"GH_TOKEN": "1", "GH_ENTERPRISE_TOKEN": "2", "GH_HOST": "3", "AWS
                "OPENAI_API_KEY": "5", "AZURE_CLIENT_SECRET": "6", "TWINE_PASSWORD": "7", "FTP_PASS": "8",
                "DB_PASSWD": "9", "GOOGLE_APPLICATION_CREDENTIALS": "10", "GITHUB_PAT": "11", "HF_TOKEN": "12",
                "github_token": "13", "Api_Key": "14", "TOKEN": "15", "SECRET": "16", "SSH_AUTH_SOCK": "/s.sock",
-               "GPG_AGENT_INFO": "/g.sock"}
+               "GPG_AGENT_INFO": "/g.sock", "GPG_PASSPHRASE": "17", "MAVEN_GPG_PASSPHRASE": "18", "OPENAI_APIKEY": "19",
+               "DB_PWD": "20", "NPM_CONFIG__AUTH": "21", "GITHUB_TOKEN_RELEASE": "22", "SLACK_WEBHOOK_URL": "23",
+               "INPUT_GITHUB-TOKEN": "24"}
 BUILD = {"SCCACHE_S3_KEY_PREFIX": "p", "CCACHE_DIR": "/c", "KEYBOARD": "us", "PATH": "/bin", "CUDA_PATH": "/cuda",
          "MONKEY": "m", "PASSES": "2", "RUNNER_TEMP": "/home/runner/work/_temp", "GITHUB_WORKSPACE": "/w",
-         "TOKENIZER_DIR": "/t", "VULKAN_SDK": "/v"}
+         "TOKENIZER_DIR": "/t", "VULKAN_SDK": "/v", "PWD": "/w/llama.cpp", "OLDPWD": "/w", "KEY": "k",
+         "CMAKE_PREFIX_PATH": "/p", "HIP_PATH": "/opt/rocm"}
 
 
 def test_the_environment_loses_credentials_by_their_last_word_and_keeps_a_builds_names():
