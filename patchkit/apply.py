@@ -308,15 +308,15 @@ class _FileLadder:
           1. recorded line: the pre-image there is clean where the section names that place
              (`_fits_as_recorded`: any tool's rule, or the block its line opens), at the patch's
              own base whatever the section says (`at_own_base`), or where the section's fate is
-             NEVER (`witnesses.section_fate`) and this is its one place (`_placed_by_fate`); the
-             post-image there is `already-applied`.
+             NEVER (`witnesses.section_fate`), this is its one place and its base had one
+             (`_placed_by_fate`); the post-image there is `already-applied`.
           2. the whole file: every other place of the pre- or post-image, each judged (`judge`):
              a function that moved whole keeps its hunk (`witnesses.moved_whole`); else the
-             section must name it (a cut that begins several functions' lines says nothing:
-             `_named_uniquely`), then the parse of the base (`_parse_refuses`). Two or more
-             candidates are twins: ambiguous, left to the merge; one is placed; none refused
-             but one, under a section whose fate is NEVER, is placed (`_placed_by_fate`); else
-             the hunk is undecided, the refusals kept for its verdict.
+             section must name it, unless its fate is NEVER (`_says_nothing`; a cut that begins
+             several functions' lines says nothing either: `_named_uniquely`), then the parse of
+             the base (`_parse_refuses`). Two or more candidates are twins: ambiguous, left to
+             the merge (without index lines, one at the recorded line names `--base`); one is
+             placed; none leaves the hunk undecided, the refusals kept for its verdict.
         Per file, the exact base's 3-way merge (`_merge`, with the index blob, the --base commit
           or the last good run):
           - it conflicts: the undecided hunks are refused, and every hunk the line steps moved,
@@ -381,13 +381,9 @@ class _FileLadder:
             if not applied.places:
                 self.twins[h.index] = tuple(p.start for p in moved.places)
         elif moved.place:
-            self.found(h, Verdict.OFFSET, moved.place)
+            self.found(h, Verdict.OFFSET, moved.place, detail=self._unnamed(h, moved.place.start))
         elif applied.place:
             self.found(h, Verdict.ALREADY_APPLIED, applied.place, detail="upstream has this change")
-        elif not applied.refused and len(moved.refused) == 1 and \
-                (fated := self._placed_by_fate(h, moved.refused[0].start)):
-            self.found(h, Verdict.OFFSET, ladder.Place(moved.refused[0].start, len(h.old_lines), h.new_lines),
-                       detail=fated)
         else:
             refusal = _refusal("pre-image", moved) or _refusal("post-image", applied)
             if refusal:  # before what the section's fate found (a history that shows no rename)
@@ -412,6 +408,18 @@ class _FileLadder:
         if fate is not None and fate.fate is witnesses.Fate.NEVER and not self._parse_refuses(h, start):
             return f"{fate}, and this is the one place of the pre-image"
         return None
+
+    def _says_nothing(self, h: Hunk) -> bool:
+        """Whether H's section is in no version of the file (its fate NEVER): it names no function
+        to hold the hunk to, so a place it does not name is still a candidate."""
+        fate = self.section_fate(h)
+        return fate is not None and fate.fate is witnesses.Fate.NEVER
+
+    def _unnamed(self, h: Hunk, start: int) -> str:
+        """The fate of H's section for the detail of a place at START that the section does not name."""
+        if not h.section or self.sections.named(self._whole_section(h), start) is not None or not self._says_nothing(h):
+            return ""
+        return f"{self.section_fate(h)}, and this is the one place of the pre-image"
 
     def section_fate(self, h: Hunk) -> witnesses.SectionFate | None:
         """What became of H's section (`witnesses.section_fate`), asked once per hunk: the rename
@@ -500,7 +508,7 @@ class _FileLadder:
         otherwise, so that cheap witness is asked first (the parse dominates a far rebase)."""
         if self._moved_whole(h, start):
             return None
-        if h.section and self.sections.named(self._whole_section(h), start) is None:
+        if h.section and self.sections.named(self._whole_section(h), start) is None and not self._says_nothing(h):
             here = funcname_at(self.lines, start)
             return f"`{here or 'the top of the file'}`", f"the patch names `{h.section}`"
         return self._parse_refuses(h, start)

@@ -372,3 +372,18 @@ def test_a_section_no_version_had_places_no_twin_that_slid_into_the_lines_of_one
     assert content is None and verdicts[0].verdict is Verdict.CONFLICT, verdicts
     never = apply_file(fc, text(upstream), lambda f: None, 0, ever_had=lambda section: False)
     assert never[0][0].verdict is Verdict.OFFSET or never[0][0].verdict is Verdict.CLEAN  # no base: one place, as git am -3
+
+
+def test_twins_under_a_section_no_version_had_are_ambiguous_not_refused_by_it():
+    """Three functions with the same body, a hand-written section over a hunk in the first: the
+    section is in no version of the file, so it says nothing: the twins stay candidates
+    (ambiguous, the refusal naming --base), where a section the file once had refuses them."""
+    body = [f"    x{i} = load({i})" for i in range(6)] + ["    return x0"]
+    lines = [line for name in ("f", "g", "k") for line in (f"def {name}():", *body, "", "")]
+    patched = [*lines[:4], "    x3 = load(33)", *lines[5:]]
+    h = hunk(lines[1:8], patched[1:8], 2, "fix_the_loader (hand-written)")
+    fc = FileChange("m.py", "m.py", None, None, (h,))
+    never, _ = apply_file(fc, text(lines), lambda f: None, 0, ever_had=lambda section: False)
+    assert never[0].verdict is Verdict.AMBIGUOUS and "rerun with `--base` naming it" in never[0].detail, never[0]
+    once, _ = apply_file(fc, text(lines), lambda f: None, 0, ever_had=lambda section: True)
+    assert once[0].verdict is Verdict.CONFLICT and "the patch names `fix_the_loader" in once[0].detail, once[0]

@@ -270,7 +270,8 @@ def test_a_cut_section_that_begins_both_functions_never_moves_the_hunk(tmp_path)
     # As recorded, but with its twin still there, the cut cannot tell them apart either.
     verdicts, content = patchkit(patch, text(before))
     assert [v.verdict for v in verdicts] == [Verdict.AMBIGUOUS] and content is None
-    assert verdicts[0].detail == "the pre-image occurs at lines 2, 12; refusing to guess"
+    assert verdicts[0].detail == ("the pre-image occurs at lines 2, 12; refusing to guess; one is at the recorded "
+                                  "line 12: if the patch was made from this very commit, rerun with `--base` naming it")
 
 
 def test_a_function_renamed_upstream_takes_the_hunk_only_when_a_base_shows_the_rename(tmp_path):
