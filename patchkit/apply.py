@@ -391,23 +391,20 @@ class _FileLadder:
             return False
         return True
 
-    def _placed_by_fate(self, h: Hunk, start: int) -> str | None:
+    def _placed_by_fate(self, h: Hunk, start: int) -> str:
         """Why 0-based START, where H's pre-image is found, is its place by its section's fate
         (`section_fate`), where it is its one place in the file: a section no version of the file
         ever had (a hand-written one, another tool's rule) names no function to hold it to, so the
-        hunk goes where its lines are, as git am -3 and GNU patch put it, unless the parse of its
-        base names another scope, or the base has the pre-image twice. (A rename is followed by the
-        merge's check, which has the base a rename needs: `_merged_elsewhere`.) None: the fate does
-        not place it."""
-        if not h.section or ladder.occurrences(h.old_lines, self.lines, self.index) != [start]:
-            return None
+        hunk goes where its lines are, as git am -3 and GNU patch put it, unless the base has the
+        pre-image twice or the parse of the base names another scope. (A rename is followed by the
+        merge's check, which has the base a rename needs: `_merged_elsewhere`.) "": it does not."""
+        if ladder.occurrences(h.old_lines, self.lines, self.index) != [start]:
+            return ""
         base = self.base()
         if base is not None and len(ladder.occurrences(h.old_lines, base.pre_lines, ladder.line_index(base.pre_lines))) != 1:
-            return None  # the base had a twin (upstream deleted one, the other slid here): its merge decides
-        fate = self.section_fate(h)
-        if fate is not None and fate.fate is witnesses.Fate.NEVER and not self._parse_refuses(h, start):
-            return f"{fate}, and this is the one place of the pre-image"
-        return None
+            return ""  # the base had a twin (upstream deleted one, the other slid here): its merge decides
+        unnamed = self._unnamed(h, start)
+        return unnamed if unnamed and not self._parse_refuses(h, start) else ""
 
     def _says_nothing(self, h: Hunk) -> bool:
         """Whether H's section is in no version of the file (its fate NEVER): it names no function

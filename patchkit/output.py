@@ -6,11 +6,11 @@ not uncommitted changes, not files git does not track, not commits; and commits 
 with `--force`.
 
 An interrupted run must not leave a tree that the next run cannot take: a new repository is
-cloned aside (`NewClone`, while the queue is applied) and renamed into place, and every write into
-an existing one happens between
-writing and removing a marker (`.git/PATCHKIT_CHECKOUT`, holding the tip being checked out). A
-marker found on the next run means git may have been stopped half way, leaving lock files and
-half-written files that are patchkit's own to clean up.
+cloned aside (`NewClone`, checked out while the queue is applied) and renamed into place, and
+every write into an existing one happens between writing and removing a marker
+(`.git/PATCHKIT_CHECKOUT`, holding the tip being checked out). A marker found on the next run
+means git may have been stopped half way, leaving lock files and half-written files that are
+patchkit's own to clean up.
 """
 
 from __future__ import annotations

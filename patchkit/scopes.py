@@ -219,10 +219,12 @@ class ScopeMemo:
     def __init__(self, path: Path | None) -> None:
         self._path = path
         self._used: dict[str, dict[str, str]] = {}
-        self._earlier = self._load()
+        self._earlier: dict[str, dict] | None = None  # read when first asked: an apply without a parse never is
 
     def answers(self, source: bytes) -> dict[str, str]:
         """The answers for file content SOURCE (line as text -> scope), for the caller to add to."""
+        if self._earlier is None:
+            self._earlier = self._load()
         digest = hashlib.sha256(source).hexdigest()
         if digest not in self._used:
             self._used[digest] = dict(self._earlier.get(digest, {}).get("answers", {}))

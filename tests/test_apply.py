@@ -10,10 +10,12 @@ import pytest
 
 from conftest import apply, assert_matches_schema, git_identity, run_cli, seed_patch_path, write_project
 from patchkit import git
-from patchkit.apply import Verdict
+from patchkit.apply import Verdict, apply_queue
 from patchkit.errors import PatchkitError
 from patchkit.fixture import SERVER_CONTEXT, FixtureUpstream
 from patchkit.project import Project
+from patchkit.queue import Queue
+from patchkit.upstream import Mirror
 
 
 def patched_text(project: Project, path: str = SERVER_CONTEXT) -> str:
@@ -407,3 +409,28 @@ def test_the_lock_never_moves_backwards_unless_asked(project, upstream):
     assert apply(project, "b1000").exit_code == 0  # without --update-lock nothing is guarded
     assert apply(project, "b1000", update_lock=True, allow_rewind=True).lock_updated
     assert project.lock().upstream_commit == b1000
+
+
+def test_apply_keeps_its_parse_answers_beside_the_mirror_and_reads_them_in_the_next_run(project, tmp_path):
+    """The C++ parse's answers are kept by file content (`scopes.ScopeMemo`) and read by the next
+    run instead of a parse: answers changed in the file change the next run's verdict. (The queue
+    is applied without recording, so that both runs have b1000's result as their 3-way base.)"""
+    assert apply(project, "b1000", output=tmp_path / "base").exit_code == 0  # the base whose parse is asked
+    mirror = Mirror.open(project)
+    revision = mirror.resolve("upstream@scenario/offset", fetch=False)
+    patches = Queue.load(project).patches
+
+    def verdicts() -> list[tuple[str, str]]:
+        with apply_queue(mirror, revision, patches) as applied:
+            return [(h.verdict.value, h.detail) for h in applied.patches[0].hunks]
+
+    assert {v for v, _ in verdicts()} == {"offset"}
+    (memo,) = (project.cache_dir / "mirrors").glob("*.scopes.json")
+    written = json.loads(memo.read_text())
+    assert len(written["files"]) == 2  # the base's version of the file and upstream's
+    for n, kept in enumerate(written["files"].values()):  # each version's lines now in another scope
+        kept["answers"] = {line: f"elsewhere_{n}" for line in kept["answers"]}
+    memo.write_text(json.dumps(written))
+    # read, not parsed: the line steps' places are now in another scope than the base's, so
+    # the parse refuses them and the 3-way merge places the hunks instead
+    assert {v for v, _ in verdicts()} == {"merged"}
